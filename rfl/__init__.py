@@ -1,0 +1,13 @@
+"""rfl: a reproducible benchmark suite for Riemannian federated learning.
+
+Layers, bottom to top (data flows one way):
+    rfl.manifolds   geometry, batched over a leading agents axis
+    rfl.data        data generators and loaders
+    rfl.problems    costs and gradients on a manifold
+    rfl.algorithms  federated and centralised solvers (know no problem by name)
+    rfl.runner      one run spec -> result files (tidy CSV + JSON metadata)
+    rfl.reporting   figures and tables, reading result files only
+    rfl.cli         the thin command line the Snakefile calls
+"""
+
+__version__ = "0.1.0"

@@ -1,0 +1,1 @@
+"""Data generators (synthetic problems) and loaders (School data)."""

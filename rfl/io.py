@@ -1,0 +1,61 @@
+"""Result files: atomic writes, tidy tables (CSV), metadata (JSON), arrays (npz, no pickle).
+
+Every writer goes through a temporary file in the destination directory and
+``os.replace``, so an interrupted job never leaves a file that looks complete.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike):
+    """Yield a temporary path beside ``path``; rename it onto ``path`` on success only."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp" + path.suffix, dir=path.parent)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def write_json(path, obj) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_text(json.dumps(obj, indent=2, sort_keys=True) + "\n")
+
+
+def read_json(path):
+    return json.loads(Path(path).read_text())
+
+
+def write_table(path, df: pd.DataFrame) -> None:
+    """Tidy CSV; floats are written with full round-trip precision."""
+    with atomic_path(path) as tmp:
+        df.to_csv(tmp, index=False, float_format="%.17g")
+
+
+def read_table(path) -> pd.DataFrame:
+    return pd.read_csv(path)
+
+
+def write_arrays(path, arrays: dict[str, np.ndarray]) -> None:
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as fh:
+            np.savez(fh, **arrays)
+
+
+def read_arrays(path) -> dict[str, np.ndarray]:
+    with np.load(path, allow_pickle=False) as f:
+        return {k: f[k] for k in f.files}

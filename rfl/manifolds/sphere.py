@@ -1,0 +1,85 @@
+"""The unit sphere S^{n-1} = {x in R^n : ||x|| = 1} (paper Appendix E, 'Sphere manifold').
+
+Points and tangent vectors: ``(S, n)``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .base import Manifold
+
+
+def _col(a: np.ndarray) -> np.ndarray:
+    return a[:, None]
+
+
+class Sphere(Manifold):
+    """S^{n-1} embedded in R^n with the Euclidean metric."""
+
+    name = "sphere"
+    RETRACTIONS = ("normalize", "exp")
+    TRANSPORTS = ("parallel", "projection")
+
+    def __init__(self, n: int, retraction: str | None = None, transport: str | None = None):
+        super().__init__((n,), n - 1, retraction, transport)
+        self.n = n
+
+    def inner(self, x, u, v):
+        return np.einsum("si,si->s", u, v)
+
+    def proj(self, x, u):
+        """P_x(u) = u - (x^T u) x."""
+        return u - _col(np.einsum("si,si->s", x, u)) * x
+
+    egrad2rgrad = proj
+
+    def retraction_normalize(self, x, u):
+        """R_x(u) = (x + u) / ||x + u||  (Appendix E)."""
+        y = x + u
+        return y / _col(np.linalg.norm(y, axis=1))
+
+    def exp(self, x, u):
+        """Exp_x(u) = cos(||u||) x + sin(||u||) u / ||u||."""
+        theta = np.linalg.norm(u, axis=1)
+        # sin(t)/t evaluated stably through np.sinc(t/pi) = sin(t)/t
+        y = _col(np.cos(theta)) * x + _col(np.sinc(theta / np.pi)) * u
+        # renormalise to remove rounding drift (exact map has ||y|| = 1)
+        return y / _col(np.linalg.norm(y, axis=1))
+
+    def log(self, x, y):
+        """Exp_x^{-1}(y) = theta * P_x(y) / ||P_x(y)||, theta = dist(x, y)."""
+        c = np.einsum("si,si->s", x, y)
+        w = y - _col(c) * x
+        nw = np.linalg.norm(w, axis=1)
+        theta = np.arctan2(nw, c)
+        scale = np.divide(theta, nw, out=np.ones_like(nw), where=nw > 0)
+        return _col(scale) * w
+
+    def dist(self, x, y):
+        c = np.einsum("si,si->s", x, y)
+        w = y - _col(c) * x
+        return np.arctan2(np.linalg.norm(w, axis=1), c)
+
+    def transport_parallel(self, x, y, u):
+        """Parallel transport along the geodesic from x to y (Appendix E):
+
+        Gamma(u) = (I + (cos||v|| - 1) v v^T/||v||^2 - sin||v|| x v^T/||v||) u,
+        with v = Exp_x^{-1}(y).
+        """
+        v = self.log(x, y)
+        theta = np.linalg.norm(v, axis=1)
+        e = np.divide(v, _col(theta), out=np.zeros_like(v), where=_col(theta) > 0)
+        eu = np.einsum("si,si->s", e, u)
+        return u + _col((np.cos(theta) - 1.0) * eu) * e - _col(np.sin(theta) * eu) * x
+
+    def random_point(self, rng, n=1):
+        x = rng.standard_normal((n, self.n))
+        return x / _col(np.linalg.norm(x, axis=1))
+
+    def distance_from_manifold(self, x):
+        return np.abs(np.linalg.norm(x, axis=1) - 1.0)
+
+    def to_pymanopt(self):
+        from pymanopt.manifolds import Sphere as PSphere
+        return PSphere(self.n)

@@ -1,0 +1,14 @@
+"""Problems: cost and gradients of federated learning tasks on a manifold.
+
+``PROBLEMS`` maps the config's problem name to its class; each class builds
+from the arrays its data generator wrote (``from_arrays``) and states its local
+data sizes from the dataset parameters (``local_sizes_from``), so a config can
+be checked before any data exist.
+"""
+
+from .base import Problem
+from .cpesph import CPESph
+
+PROBLEMS = {"cpesph": CPESph}
+
+__all__ = ["Problem", "CPESph", "PROBLEMS"]

@@ -1,0 +1,68 @@
+"""CPESph: principal eigenvector on the sphere (paper Section 5.1).
+
+f(x; z) = -(z^T x)^2 on S^d = {x in R^{d+1}: ||x|| = 1}; agent i holds
+Z_i: (N_i, d+1) and f_i(x) = -(1/N_i) sum_j (z_{ij}^T x)^2. The pooled risk is
+F(x) = -x^T C x, C = (1/sum N_i) sum_i Z_i^T Z_i, minimised by the top
+eigenvector of C with F* = -lambda_max(C).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rfl.manifolds import Sphere
+
+from .base import Problem
+
+
+class CPESph(Problem):
+    """Z: (S, N, n) agents' samples (rows), n = d + 1."""
+
+    name = "cpesph"
+    manifold_class = Sphere
+
+    @classmethod
+    def from_arrays(cls, arrays, **geometry):
+        return cls(arrays["Z"], **geometry)
+
+    @staticmethod
+    def local_sizes_from(params: dict):
+        """(S,) local sizes implied by the dataset parameters (d, nu, S, N)."""
+        return [params["N"]] * params["S"]
+
+    def __init__(self, Z: np.ndarray, retraction: str | None = None, transport: str | None = None):
+        self.Z = np.asarray(Z, dtype=float)
+        S, N, n = self.Z.shape
+        self.manifold = Sphere(n, retraction=retraction, transport=transport)
+        self.local_sizes = np.full(S, N)
+        self._local_cov = np.einsum("sjn,sjm->snm", self.Z, self.Z) / N     # (S, n, n)
+        self.C = np.einsum("s,snm->nm", self.weights, self._local_cov)      # pooled covariance
+
+    def minibatch_egrad(self, x, agents, batch):
+        """-(2/B) Z_b^T Z_b x for each agent: x (s, n), batch (s, B) -> (s, n)."""
+        zb = self.Z[agents[:, None], batch]                    # (s, B, n)
+        proj = np.einsum("sbn,sn->sb", zb, x)
+        return -2.0 / batch.shape[1] * np.einsum("sb,sbn->sn", proj, zb)
+
+    def local_egrad(self, x, agents):
+        return -2.0 * np.einsum("snm,sm->sn", self._local_cov[agents], x)
+
+    def local_cost(self, x, agents):
+        return -np.einsum("sn,snm,sm->s", x, self._local_cov[agents], x)
+
+    def cost(self, x):
+        return float(-x @ self.C @ x)
+
+    def egrad(self, x):
+        return -2.0 * self.C @ x
+
+    def closed_form_optimum(self):
+        w, v = np.linalg.eigh(self.C)
+        x = v[:, -1]
+        return x * np.sign(x[np.argmax(np.abs(x))])
+
+    def distance_to_optimum(self, x, x_star):
+        """Geodesic distance to the minimiser set {x*, -x*}: arccos|x^T x*|."""
+        c = abs(float(x @ x_star))
+        s = float(np.linalg.norm(x - (x @ x_star) * x_star))
+        return float(np.arctan2(s, c))

@@ -1,0 +1,1 @@
+"""Reporting: figures and tables drawn from result files only."""
