@@ -2,8 +2,13 @@
 
 from .base import Manifold, batch_sum
 from .euclidean import Euclidean
+from .grassmann import Grassmann
 from .sphere import Sphere
+from .spd import SPD
+from .stiefel import Stiefel
 
-MANIFOLDS = {"sphere": Sphere, "euclidean": Euclidean}
+MANIFOLDS = {"sphere": Sphere, "euclidean": Euclidean, "spd": SPD, "stiefel": Stiefel,
+             "grassmann": Grassmann}
 
-__all__ = ["Manifold", "batch_sum", "Euclidean", "Sphere", "MANIFOLDS"]
+__all__ = ["Manifold", "batch_sum", "Euclidean", "Sphere", "SPD", "Stiefel", "Grassmann",
+           "MANIFOLDS"]

@@ -1,0 +1,94 @@
+"""The Grassmann manifold Gr(r, m) = St(r, m) / O(r) of r-dimensional subspaces of
+R^m, as a Riemannian quotient of the Stiefel manifold (paper Appendix E,
+'Grassmann manifold').
+
+Points are orthonormal representatives U: ``(S, m, r)`` with U^T U = I_r; tangent
+vectors are horizontal lifts xi: ``(S, m, r)`` with U^T xi = 0, i.e. xi = U_perp K.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .base import Manifold
+from .stiefel import _polar, _qf, orth_complement
+
+
+def _t(a: np.ndarray) -> np.ndarray:
+    return a.swapaxes(-1, -2)
+
+
+class Grassmann(Manifold):
+    """Gr(r, m) with <xi, eta>_U = tr(xi^T eta) on the horizontal space."""
+
+    name = "grassmann"
+    RETRACTIONS = ("svd", "exp")
+    TRANSPORTS = ("parallelization", "projection")
+
+    def __init__(self, m: int, r: int, retraction: str | None = None,
+                 transport: str | None = None):
+        if not 1 <= r <= m:
+            raise ValueError(f"need 1 <= r <= m, got m={m}, r={r}")
+        super().__init__((m, r), r * (m - r), retraction, transport)
+        self.m, self.r = m, r
+
+    def inner(self, x, u, v):
+        """<xi, eta>_U = tr(xi^T eta)  (Appendix E)."""
+        return np.einsum("sij,sij->s", u, v)
+
+    def proj(self, x, u):
+        """Projection onto the horizontal space: P_U(G) = (I - U U^T) G."""
+        return u - x @ (_t(x) @ u)
+
+    egrad2rgrad = proj
+
+    def retraction_svd(self, x, u):
+        """R_U(xi) = P Q^T with P S Q^T the thin SVD of U + xi  (Appendix E)."""
+        return _polar(x + u)
+
+    def exp(self, x, u):
+        """Exp_U(xi) = U Q cos(S) Q^T + P sin(S) Q^T, P S Q^T the thin SVD of xi
+        (Appendix E; Edelman-Arias-Smith form), re-orthonormalised by its polar factor."""
+        p, s, qt = np.linalg.svd(u, full_matrices=False)
+        y = (x @ (_t(qt) * np.cos(s)[..., None, :]) + p * np.sin(s)[..., None, :]) @ qt
+        return _polar(y)
+
+    def log(self, x, y):
+        """Exp_U^{-1}(V) = P arctan(S) Q^T, P S Q^T the thin SVD of
+        (V - U U^T V)(U^T V)^{-1}  (Appendix E). Independent of the representative of V."""
+        utv = _t(x) @ y
+        # M^T = (U^T V)^{-T} (V - U U^T V)^T
+        mt = np.linalg.solve(_t(utv), _t(y - x @ utv))
+        p, s, qt = np.linalg.svd(_t(mt), full_matrices=False)
+        return (p * np.arctan(s)[..., None, :]) @ qt
+
+    def dist(self, x, y):
+        """d(U, V) = sqrt(sum_i theta_i^2), principal angles theta_i = arccos(sigma_i(U^T V)).
+
+        With U^T V = A diag(cos theta) B^T, the columns of (V - U U^T V) B have
+        norms sin theta; theta = arctan2(sin, cos) is accurate also near 0,
+        where arccos loses half the digits.
+        """
+        utv = _t(x) @ y
+        _, c, bt = np.linalg.svd(utv)
+        sn = np.linalg.norm((y - x @ utv) @ _t(bt), axis=-2)
+        return np.sqrt(np.sum(np.arctan2(sn, c) ** 2, axis=-1))
+
+    def transport_parallelization(self, x, y, u):
+        """Isometric transport by parallelization on the horizontal space
+        (Huang-Absil-Gallivan 2018; Appendix E, T(xi) = B_Y B_X^dagger xi):
+
+        T(X_perp K) = Y_perp K, i.e. T(xi) = Y_perp X_perp^T xi.
+        """
+        return orth_complement(y) @ (_t(orth_complement(x)) @ u)
+
+    def random_point(self, rng, n=1):
+        return _qf(rng.standard_normal((n, self.m, self.r)))
+
+    def distance_from_manifold(self, x):
+        """||U^T U - I_r||_F."""
+        return np.linalg.norm(_t(x) @ x - np.eye(self.r), axis=(-2, -1))
+
+    def to_pymanopt(self):
+        from pymanopt.manifolds import Grassmann as PGrassmann
+        return PGrassmann(self.m, self.r)

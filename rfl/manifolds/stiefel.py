@@ -1,0 +1,125 @@
+"""The Stiefel manifold St(p, n) = {X in R^{n x p} : X^T X = I_p}, a Riemannian
+submanifold of R^{n x p} (paper Appendix E, 'Stiefel manifold').
+
+Points and tangent vectors: ``(S, n, p)``. T_X St = {X Omega + X_perp K :
+Omega^T = -Omega}, X_perp: ``(n, n - p)`` an orthonormal basis of span(X)^perp.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.linalg
+
+from .base import Manifold
+
+
+def _t(a: np.ndarray) -> np.ndarray:
+    return a.swapaxes(-1, -2)
+
+
+def _sym(a: np.ndarray) -> np.ndarray:
+    return 0.5 * (a + _t(a))
+
+
+def _skew(a: np.ndarray) -> np.ndarray:
+    return 0.5 * (a - _t(a))
+
+
+def _polar(a: np.ndarray) -> np.ndarray:
+    """Orthonormal polar factor P Q^T of the thin SVD a = P S Q^T: ``(..., n, p)``."""
+    u, _, vt = np.linalg.svd(a, full_matrices=False)
+    return u @ vt
+
+
+def _qf(a: np.ndarray) -> np.ndarray:
+    """Q factor of a = Q R with diag(R) > 0: ``(..., n, p)``."""
+    q, r = np.linalg.qr(a)
+    s = np.sign(np.diagonal(r, axis1=-2, axis2=-1))
+    s[s == 0] = 1.0
+    return q * s[..., None, :]
+
+
+def orth_complement(x: np.ndarray) -> np.ndarray:
+    """X_perp: the trailing n - p columns of the full Householder QR of X.
+
+    ``x: (..., n, p) -> (..., n, n - p)``; a deterministic function of X, so
+    transports built on it compose consistently.
+    """
+    q, _ = np.linalg.qr(x, mode="complete")
+    return q[..., :, x.shape[-1]:]
+
+
+class Stiefel(Manifold):
+    """St(p, n) with the embedded metric <U, V>_X = tr(U^T V)."""
+
+    name = "stiefel"
+    RETRACTIONS = ("polar", "qr")
+    TRANSPORTS = ("parallelization", "projection")
+
+    def __init__(self, n: int, p: int, retraction: str | None = None,
+                 transport: str | None = None):
+        if not 1 <= p <= n:
+            raise ValueError(f"need 1 <= p <= n, got n={n}, p={p}")
+        super().__init__((n, p), n * p - p * (p + 1) // 2, retraction, transport)
+        self.n, self.p = n, p
+
+    def inner(self, x, u, v):
+        """<U, V>_X = tr(U^T V)  (Appendix E)."""
+        return np.einsum("sij,sij->s", u, v)
+
+    def proj(self, x, u):
+        """P_X(U) = U - X sym(X^T U)."""
+        return u - x @ _sym(_t(x) @ u)
+
+    egrad2rgrad = proj
+
+    def retraction_polar(self, x, u):
+        """R_X(V) = (X + V)(I_p + V^T V)^{-1/2}  (Appendix E, polar retraction).
+
+        For V in T_X St this is the orthonormal polar factor of X + V, computed
+        from its thin SVD (which keeps X^T X = I to machine precision).
+        """
+        return _polar(x + u)
+
+    def retraction_qr(self, x, u):
+        """R_X(V) = qf(X + V), the Q factor with positive diagonal R."""
+        return _qf(x + u)
+
+    def exp(self, x, u):
+        """Exp_X(V) = [X, V] expm([[A, -V^T V], [I, A]]) [I; 0] expm(-A), A = X^T V
+        (Edelman, Arias & Smith 1998, eq. 2.45)."""
+        p = self.p
+        a = _t(x) @ u
+        eye = np.broadcast_to(np.eye(p), a.shape)
+        blk = np.block([[a, -_t(u) @ u], [eye, a]])
+        top = scipy.linalg.expm(blk)[..., :, :p]
+        return np.concatenate([x, u], axis=-1) @ top @ scipy.linalg.expm(-a)
+
+    def log(self, x, y):
+        raise NotImplementedError(
+            "Stiefel has no closed-form logarithm (Exp^{-1} needs an iterative "
+            "solver); use a retraction-based algorithm instead")
+
+    def dist(self, x, y):
+        raise NotImplementedError(
+            "Stiefel geodesic distance needs the logarithm, which has no closed form")
+
+    def transport_parallelization(self, x, y, u):
+        """Isometric transport by parallelization (Huang-Absil-Gallivan 2018;
+        Appendix E, T(V) = B_Y B_X^dagger V):
+
+        T(X Omega + X_perp K) = Y Omega + Y_perp K, i.e.
+        T(V) = Y skew(X^T V) + Y_perp (X_perp^T V)  (= Y X^T V + Y_perp X_perp^T V on T_X St).
+        """
+        return y @ _skew(_t(x) @ u) + orth_complement(y) @ (_t(orth_complement(x)) @ u)
+
+    def random_point(self, rng, n=1):
+        return _qf(rng.standard_normal((n, self.n, self.p)))
+
+    def distance_from_manifold(self, x):
+        """||X^T X - I_p||_F."""
+        return np.linalg.norm(_t(x) @ x - np.eye(self.p), axis=(-2, -1))
+
+    def to_pymanopt(self):
+        from pymanopt.manifolds import Stiefel as PStiefel
+        return PStiefel(self.n, self.p, retraction=self.retraction_name)
