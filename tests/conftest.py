@@ -1,0 +1,45 @@
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from rfl.manifolds import Euclidean  # noqa: E402
+from rfl.problems.base import Problem  # noqa: E402
+
+
+class LeastSquares(Problem):
+    """f(x; (a, b)) = 0.5 (a^T x - b)^2 on R^n; agent j holds A: (N_j, n), b: (N_j,).
+
+    A Euclidean problem for the identities RFedAGS = FedAvg; unequal N_j allowed
+    (padded arrays, sizes in local_sizes).
+    """
+
+    name = "least_squares"
+
+    def __init__(self, A, b, sizes):
+        self.A, self.b = A, b                      # (S, Nmax, n), (S, Nmax)
+        self.local_sizes = np.asarray(sizes)
+        self.manifold = Euclidean(A.shape[2])
+
+    def minibatch_egrad(self, x, agents, batch):
+        a = self.A[agents[:, None], batch]         # (s, B, n)
+        r = np.einsum("sbn,sn->sb", a, x) - self.b[agents[:, None], batch]
+        return np.einsum("sb,sbn->sn", r, a) / batch.shape[1]
+
+    def cost(self, x):
+        mask = np.arange(self.A.shape[1])[None, :] < self.local_sizes[:, None]
+        r = (self.A @ x - self.b) * mask
+        return float(0.5 * (r**2).sum() / self.local_sizes.sum())
+
+
+@pytest.fixture
+def least_squares():
+    rng = np.random.default_rng(11)
+    S, Nmax, n = 5, 12, 4
+    sizes = np.array([12, 9, 10, 12, 8])
+    A = rng.standard_normal((S, Nmax, n))
+    b = rng.standard_normal((S, Nmax))
+    return LeastSquares(A, b, sizes)
