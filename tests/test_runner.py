@@ -1,0 +1,146 @@
+"""Run records: same seed, same numbers; tables and metadata as promised; divergence recorded."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from rfl import config as rflconfig
+from rfl import io, runner
+from rfl.runner import COLUMNS
+
+SMOKE = "config/smoke.yaml"
+
+
+@pytest.fixture(scope="module")
+def smoke_runs():
+    with open(SMOKE) as fh:
+        cfg = rflconfig.validate(yaml.safe_load(fh))
+    return cfg, rflconfig.expand_runs(cfg)
+
+
+@pytest.fixture
+def prepared(tmp_path, smoke_runs):
+    cfg, runs = smoke_runs
+    spec = runs[0]
+    data, ref = tmp_path / "data.npz", tmp_path / "ref.npz"
+    runner.generate_data(spec["dataset"], data)
+    runner.compute_reference(spec["dataset"], data, ref)
+    return spec, data, ref
+
+
+def test_same_seed_gives_bit_identical_tables(tmp_path, prepared):
+    spec, data, ref = prepared
+    tables = []
+    for i in range(2):
+        out = tmp_path / f"run{i}.csv"
+        runner.run(spec, data, ref, out, tmp_path / f"run{i}.meta.json")
+        # wall_time is measured, not computed: it is the one column that may differ
+        tables.append(pd.read_csv(out).drop(columns="wall_time"))
+    pd.testing.assert_frame_equal(tables[0], tables[1], check_exact=True)
+    other = dict(spec, seed=spec["seed"] + 1)
+    runner.run(other, data, ref, tmp_path / "o.csv", tmp_path / "o.meta.json")
+    assert not pd.read_csv(tmp_path / "o.csv")["cost"].equals(tables[0]["cost"])
+
+
+def test_data_generation_is_deterministic(tmp_path, prepared):
+    spec, data, _ = prepared
+    runner.generate_data(spec["dataset"], tmp_path / "again.npz")
+    a, b = io.read_arrays(data), io.read_arrays(tmp_path / "again.npz")
+    assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
+
+
+def test_table_and_metadata_content(tmp_path, prepared):
+    spec, data, ref = prepared
+    table = runner.run(spec, data, ref, tmp_path / "r.csv", tmp_path / "r.meta.json")
+    assert list(table.columns) == COLUMNS
+    assert table["round"].tolist() == list(range(spec["rounds"] + 1))
+    assert (table["status"] == "ok").all()
+    a = spec["algorithm"]
+    S = spec["dataset"]["params"]["S"]
+    assert table["grad_evals"].iloc[-1] == spec["rounds"] * S * a["K"] * a["batch_size"]
+    n = spec["dataset"]["params"]["d"] + 1
+    assert table["floats"].iloc[-1] == spec["rounds"] * 2 * S * n
+    assert (table["excess_risk"] > -1e-12).all()
+    assert np.all(np.diff(table["wall_time"]) >= 0)
+    meta = json.loads((tmp_path / "r.meta.json").read_text())
+    assert meta["spec"] == spec and meta["seed"] == spec["seed"] and meta["status"] == "ok"
+    assert {"numpy", "scipy", "pymanopt", "python"} <= set(meta["versions"])
+    assert meta["commit"] and meta["start_time"] and meta["duration_s"] >= 0
+    assert not list(tmp_path.glob(".*.tmp*")), "no temporary files may remain"
+
+
+def test_divergence_is_recorded_not_raised(tmp_path, prepared):
+    spec, data, ref = prepared
+    bad = dict(spec, step={"rule": "fixed", "alpha": 1e308})
+    table = runner.run(bad, data, ref, tmp_path / "d.csv", tmp_path / "d.meta.json")
+    assert table["status"].iloc[-1] == "diverged"
+    assert (table["status"].iloc[:-1] == "ok").all()
+    assert len(table) < spec["rounds"] + 1
+    assert io.read_json(tmp_path / "d.meta.json")["status"] == "diverged"
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "rfl.cli", *args], capture_output=True, text=True)
+
+
+def test_cli_bad_arguments_exit_2_with_one_line():
+    for args in ([], ["nonsense"], ["run", "missing.json", "a", "b", "c", "d"], ["data"]):
+        r = _cli(*args)
+        assert r.returncode == 2, args
+        assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr, r.stderr
+
+
+def test_cli_validate(tmp_path):
+    assert _cli("validate", SMOKE).returncode == 0
+    cfg = yaml.safe_load(open(SMOKE))
+    cfg["experiments"]["fig1a_cpesph_fixed"]["batch_size"] = 500
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(cfg))
+    r = _cli("validate", str(bad))
+    assert r.returncode == 2 and "experiments.fig1a_cpesph_fixed.batch_size" in r.stderr
+
+
+@pytest.mark.parametrize("mutate, key, allowed", [
+    (lambda c: c["experiments"]["fig1a_cpesph_fixed"]["methods"][0].update(algorithm="sgd"),
+     "experiments.fig1a_cpesph_fixed.methods.0.algorithm", "rfedags"),
+    (lambda c: c["experiments"]["fig1a_cpesph_fixed"]["step"].update(rule="cosine"),
+     "experiments.fig1a_cpesph_fixed.step.rule", "fixed, decaying"),
+    (lambda c: c["experiments"]["fig1a_cpesph_fixed"]["step"].update(alpha=-1),
+     "experiments.fig1a_cpesph_fixed.step.alpha", "minimum of 0"),
+    (lambda c: c["experiments"]["fig1a_cpesph_fixed"]["methods"][0].update(K=[0]),
+     "experiments.fig1a_cpesph_fixed.methods.0.K.0", "minimum"),
+    (lambda c: c["experiments"]["fig1a_cpesph_fixed"].update(batch_size=21),
+     "experiments.fig1a_cpesph_fixed.batch_size", "1..20"),
+    (lambda c: c["experiments"]["fig1a_cpesph_fixed"]["methods"][0].update(participation=5),
+     "experiments.fig1a_cpesph_fixed.methods.0.participation", "1..4"),
+    (lambda c: c["experiments"]["fig1a_cpesph_fixed"]["geometry"].update(transport="parallelization"),
+     "experiments.fig1a_cpesph_fixed.geometry.transport", "parallel, projection"),
+    (lambda c: c["experiments"]["fig1a_cpesph_fixed"].update(rounds="ten"),
+     "experiments.fig1a_cpesph_fixed.rounds", "integer"),
+    (lambda c: c["experiments"]["fig1a_cpesph_fixed"].update(dataset="mnist"),
+     "experiments.fig1a_cpesph_fixed.dataset", "cpesph"),
+    (lambda c: c["datasets"]["cpesph"]["params"].pop("N"),
+     "datasets.cpesph.params", "'N' is a required property"),
+    (lambda c: c["experiments"]["fig1a_cpesph_fixed"].pop("seeds"),
+     "experiments.fig1a_cpesph_fixed", "'seeds' is a required property"),
+])
+def test_config_errors_name_the_key_and_what_is_allowed(mutate, key, allowed):
+    cfg = yaml.safe_load(open(SMOKE))
+    mutate(cfg)
+    with pytest.raises(rflconfig.ConfigError) as exc:
+        rflconfig.validate(cfg)
+    msg = str(exc.value)
+    assert f"config key {key}:" in msg and allowed in msg, msg
+
+
+def test_expand_runs_covers_every_method_K_and_seed(smoke_runs):
+    cfg, runs = smoke_runs
+    exp = cfg["experiments"]["fig1a_cpesph_fixed"]
+    ids = {r["run_id"] for r in runs if r["experiment"] == "fig1a_cpesph_fixed"}
+    expected = {f"{m['algorithm']}_K{K}_seed{s}" for m in exp["methods"] for K in m["K"] for s in exp["seeds"]}
+    assert ids == expected
