@@ -1,11 +1,13 @@
 # Reproduction workflow of the RFedAGS paper.
-#   snakemake --cores 8                               everything in config/config.yaml
-#   snakemake --cores 2 figures/fig1a_cpesph_fixed.pdf   one figure and what it needs
+#   snakemake --cores 8                                   everything in config/config.yaml
+#   snakemake --cores 2 figures/fig3_school_r4.pdf        one figure and what it needs
 #   snakemake --cores 2 --configfile config/smoke.yaml    the same DAG at toy size
 #
-# Data flow: config -> specs (JSON) -> data -> reference optimum -> runs -> figures.
-# Shell commands see only paths (constrained wildcards), never config values:
-# every config value reaches `rfl` through a spec file written in Python.
+# Data flow: config -> specs (JSON) -> data -> reference optimum -> runs -> figures / tables
+# -> REPRODUCTION.md. Shell commands see only paths (constrained wildcards), never config
+# values: every config value reaches `rfl` through a spec file. The specs are the resolved
+# config, written here at parse time only where their content changed, so a config edit
+# reruns exactly the jobs whose spec it changed.
 
 from snakemake.utils import validate
 
@@ -24,64 +26,120 @@ config = rflconfig.validate(config)
 validate(config, "config/schema.yaml")
 
 OUT = config["output_dir"]
-RUNS = {(r["experiment"], r["run_id"]): r for r in rflconfig.expand_runs(config)}
 EXPERIMENTS = config["experiments"]
+FIGURES = config.get("figures", {})
+TABLES = config.get("tables", {})
+RUNS = {(r["experiment"], r["run_id"]): r for r in rflconfig.expand_runs(config)}
+PAPER = io.read_yaml("config/paper_values.yaml")
+SCHOOL_RAW = config["school"]["cache_dir"].rstrip("/") + "/ILEA567.DAT"
+SPECS = OUT + "results/specs/"
 PIN = "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS={threads} MKL_NUM_THREADS={threads} "
 
 
+def _run_tables(experiment):
+    return [f"{OUT}results/runs/{e}/{r}.csv" for (e, r) in RUNS if e == experiment]
+
+
+def _tables():
+    out = []
+    if "table1" in TABLES:
+        out += expand(OUT + "paper_tables/table1_parameters.{ext}", ext=["csv", "md", "tex"])
+    if "table2" in TABLES:
+        out += expand(OUT + "paper_tables/table2_school_nmse.{ext}", ext=["csv", "md", "tex"])
+    return out
+
+
+def _table_spec(name):
+    if name == "table1":
+        return {"rows": [{"label": row["label"],
+                          "fixed": {"experiment": row["fixed"], **EXPERIMENTS[row["fixed"]]},
+                          "decaying": {"experiment": row["decaying"], **EXPERIMENTS[row["decaying"]]},
+                          "dataset": config["datasets"][EXPERIMENTS[row["fixed"]]["dataset"]]}
+                         for row in TABLES["table1"]["rows"]]}
+    if name == "table2":
+        return {"experiments": TABLES["table2"]["experiments"], "paper": PAPER["table2"]}
+    return {"config": config, "paper": PAPER,
+            "runs": {e: _run_tables(e) for e in EXPERIMENTS},
+            "tables": {"table1": OUT + "paper_tables/table1_parameters.csv",
+                       "table2": OUT + "paper_tables/table2_school_nmse.csv"}}
+
+
+# ---- the resolved config, one spec file per job ------------------------------------------
+_specs = {SPECS + "school.json": config["school"]}
+for (name, instance) in rflconfig.dataset_instances(config):
+    _specs[f"{SPECS}datasets/{name}/{instance}.json"] = rflconfig.dataset_spec(config, name, instance)
+for (e, r), spec in RUNS.items():
+    _specs[f"{SPECS}runs/{e}/{r}.json"] = spec
+for f, fig in FIGURES.items():
+    _specs[f"{SPECS}figures/{f}.json"] = {"name": f, **fig}
+for t in list(TABLES) + ["reproduction"]:
+    _specs[f"{SPECS}tables/{t}.json"] = _table_spec(t)
+for _path, _spec in _specs.items():
+    io.sync_json(_path, _spec)
+
+
 def _alternatives(names):
-    return "|".join(sorted(names))
+    return "|".join(sorted(names)) or "NONE"
 
 
 wildcard_constraints:
     dataset=_alternatives(config["datasets"]),
+    instance="fixed|seed[0-9]+",
     experiment=_alternatives(EXPERIMENTS),
+    figure=_alternatives(FIGURES),
     run="[A-Za-z0-9_]+",
 
 
-localrules: all, dataset_spec, run_spec, experiment_spec
+localrules: all
 
 
 rule all:
     input:
-        expand(OUT + "figures/{experiment}.{ext}", experiment=EXPERIMENTS, ext=["pdf", "png"]),
+        expand(OUT + "figures/{figure}.{ext}", figure=FIGURES, ext=["pdf", "png"]),
+        _tables(),
+        OUT + "paper_tables/REPRODUCTION.md",
 
 
-rule dataset_spec:
-    output: OUT + "results/specs/datasets/{dataset}.json"
-    params: spec=lambda wc: rflconfig.dataset_spec(config, wc.dataset)
-    run: io.write_json(output[0], params.spec)
+# ---- data -------------------------------------------------------------------------------
+rule school_raw:
+    """ILEA567.DAT from the mirror or the pinned URL, sha256-verified (rfl/data/school.py)."""
+    input: SPECS + "school.json"
+    output: SCHOOL_RAW
+    threads: 1
+    shell: PIN + "rfl fetch-school {input} {output}"
+
+
+def _raw_inputs(wc):
+    return [SCHOOL_RAW] if config["datasets"][wc.dataset]["problem"] == "school" else []
 
 
 rule data:
-    input: spec=rules.dataset_spec.output
-    output: OUT + "results/data/{dataset}.npz"
+    input: spec=SPECS + "datasets/{dataset}/{instance}.json", raw=_raw_inputs
+    output: OUT + "results/data/{dataset}/{instance}.npz"
     threads: 1
-    shell: PIN + "rfl data {input.spec} {output}"
+    shell: PIN + "rfl data {input.spec} {output} {input.raw}"
 
 
 rule reference:
-    input: spec=rules.dataset_spec.output, data=rules.data.output
-    output: OUT + "results/reference/{dataset}.npz"
+    input: spec=SPECS + "datasets/{dataset}/{instance}.json", data=rules.data.output
+    output: OUT + "results/reference/{dataset}/{instance}.npz"
     threads: 1
     shell: PIN + "rfl reference {input.spec} {input.data} {output}"
 
 
-rule run_spec:
-    output: OUT + "results/specs/runs/{experiment}/{run}.json"
-    params: spec=lambda wc: RUNS[(wc.experiment, wc.run)]
-    run: io.write_json(output[0], params.spec)
-
-
-def _dataset_file(kind):
-    return lambda wc: f"{OUT}results/{kind}/{EXPERIMENTS[wc.experiment]['dataset']}.npz"
+# ---- runs -------------------------------------------------------------------------------
+def _instance_file(kind):
+    def f(wc):
+        ds = RUNS[(wc.experiment, wc.run)]["dataset"]
+        return f"{OUT}results/{kind}/{ds['name']}/{ds['instance']}.npz"
+    return f
 
 
 rule run:
     input:
-        spec=rules.run_spec.output,
-        data=_dataset_file("data"),
-        reference=_dataset_file("reference"),
+        spec=SPECS + "runs/{experiment}/{run}.json",
+        data=_instance_file("data"),
+        reference=_instance_file("reference"),
     output:
         table=OUT + "results/runs/{experiment}/{run}.csv",
         meta=OUT + "results/runs/{experiment}/{run}.meta.json",
@@ -89,22 +147,41 @@ rule run:
     shell: PIN + "rfl run {input.spec} {input.data} {input.reference} {output.table} {output.meta}"
 
 
-rule experiment_spec:
-    output: OUT + "results/specs/experiments/{experiment}.json"
-    params:
-        spec=lambda wc: {"name": wc.experiment, "dataset": EXPERIMENTS[wc.experiment]["dataset"],
-                         **EXPERIMENTS[wc.experiment]["figure"]}
-    run: io.write_json(output[0], params.spec)
-
-
-def _run_tables(wc):
-    return [f"{OUT}results/runs/{e}/{r}.csv" for (e, r) in RUNS if e == wc.experiment]
-
-
+# ---- figures, tables and the reproduction report -----------------------------------------------
 rule figure:
-    input: spec=rules.experiment_spec.output, runs=_run_tables
+    input:
+        spec=SPECS + "figures/{figure}.json",
+        runs=lambda wc: _run_tables(FIGURES[wc.figure]["experiment"]),
     output:
-        pdf=report(OUT + "figures/{experiment}.pdf", category="Figures"),
-        png=OUT + "figures/{experiment}.png",
+        pdf=report(OUT + "figures/{figure}.pdf",
+                   category=lambda wc: FIGURES[wc.figure]["report_category"],
+                   labels=lambda wc: {"figure": wc.figure, "title": FIGURES[wc.figure]["title"]}),
+        png=OUT + "figures/{figure}.png",
     threads: 1
     shell: PIN + "rfl figure {input.spec} {output.pdf} {input.runs}"
+
+
+rule table1:
+    input: SPECS + "tables/table1.json"
+    output: expand(OUT + "paper_tables/table1_parameters.{ext}", ext=["csv", "md", "tex"])
+    threads: 1
+    shell: PIN + "rfl table1 {input} {output[0]}"
+
+
+rule table2:
+    input:
+        spec=SPECS + "tables/table2.json",
+        runs=[t for e in TABLES.get("table2", {}).get("experiments", {}).values() for t in _run_tables(e)],
+    output: expand(OUT + "paper_tables/table2_school_nmse.{ext}", ext=["csv", "md", "tex"])
+    threads: 1
+    shell: PIN + "rfl table2 {input.spec} {output[0]} {input.runs}"
+
+
+rule reproduction:
+    input:
+        spec=SPECS + "tables/reproduction.json",
+        runs=[f"{OUT}results/runs/{e}/{r}.csv" for (e, r) in RUNS],
+        tables=_tables(),
+    output: report(OUT + "paper_tables/REPRODUCTION.md", category="Reproduction report")
+    threads: 1
+    shell: PIN + "rfl reproduction {input.spec} {output}"

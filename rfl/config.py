@@ -1,16 +1,17 @@
-"""Workflow configuration: validation and expansion into run specs.
+"""Workflow configuration: validation and expansion into specs.
 
-``validate`` checks a config against ``config/schema.yaml`` (JSON Schema
-2020-12) and then the facts a schema cannot express (a batch no larger than
-the local data, participation no larger than S, geometry the manifold offers,
-datasets that exist). Every error names the key, the bad value and what is
-allowed, and is raised before any job starts. ``expand_runs`` turns the
-experiments into one spec per run: (experiment, algorithm, K, seed).
+``validate`` checks a config against ``config/schema.yaml`` (JSON Schema 2020-12) and then
+what a schema cannot express (a batch no larger than the local data, participation no larger
+than S, geometry the manifold offers, references between datasets, experiments, figures and
+tables). Every error names the key, the bad value and what is allowed, and is raised before
+any job starts. ``expand_runs`` turns experiments into one spec per run:
+(experiment, algorithm, K, participation, seed).
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 from pathlib import Path
 
 import jsonschema
@@ -19,6 +20,9 @@ import yaml
 from rfl.problems import PROBLEMS
 
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "config" / "schema.yaml"
+FEDERATED_NAMES = ("rfedags", "rfedavg", "fedavg")
+CENTRALIZED_NAMES = ("rsd", "rcg", "rlbfgs")
+BASE_METRICS = ("excess_risk", "grad_norm", "dist_to_opt", "cost")
 
 
 class ConfigError(ValueError):
@@ -29,16 +33,27 @@ def _key(path) -> str:
     return ".".join(str(p) for p in path) or "<root>"
 
 
+@functools.lru_cache(maxsize=4)
+def _schema_text(path: str) -> str:
+    return Path(path).read_text()
+
+
 def load_schema(path: str | Path = SCHEMA_PATH) -> dict:
-    return yaml.safe_load(Path(path).read_text())
+    return yaml.safe_load(_schema_text(str(path)))
+
+
+def _describe(err, prefix=()) -> str:
+    path = list(prefix) + list(err.absolute_path)
+    allowed = f"; allowed: {', '.join(map(str, err.validator_value))}" if err.validator == "enum" else ""
+    return f"config key {_key(path)}: {err.message}{allowed}"
 
 
 def _schema_errors(config: dict, schema: dict) -> list[str]:
-    validator = jsonschema.Draft202012Validator(schema)
     msgs = []
-    for err in sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path))):
+    for err in jsonschema.Draft202012Validator(schema).iter_errors(config):
         best = jsonschema.exceptions.best_match([err])
         if best.validator == "oneOf" and isinstance(best.instance, dict) and "rule" in best.instance:
+            # a step rule: report against the branch the rule names
             rule = best.instance["rule"]
             allowed = [s["properties"]["rule"]["const"] for s in best.validator_value]
             if rule not in allowed:
@@ -46,30 +61,25 @@ def _schema_errors(config: dict, schema: dict) -> list[str]:
                             f"not a step rule; allowed: {', '.join(allowed)}")
                 continue
             sub = next(s for s in best.validator_value if s["properties"]["rule"]["const"] == rule)
-            inner = list(jsonschema.Draft202012Validator(sub).iter_errors(best.instance))
-            best = jsonschema.exceptions.best_match(inner) if inner else best
-            path = list(err.absolute_path) + list(best.absolute_path)
-        else:
-            path = list(best.absolute_path)
-        allowed = ""
-        if best.validator == "enum":
-            allowed = f"; allowed: {', '.join(map(str, best.validator_value))}"
-        msgs.append(f"config key {_key(path)}: {best.message}{allowed}")
+            for inner in jsonschema.Draft202012Validator(sub).iter_errors(best.instance):
+                msgs.append(_describe(inner, best.absolute_path))
+            continue
+        msgs.append(_describe(best))
+    return sorted(set(msgs))
+
+
+def _dataset_errors(config: dict, schema: dict) -> list[str]:
+    msgs = []
+    for name, ds in config["datasets"].items():
+        sub = schema["$defs"][f"{ds['problem']}_params"]
+        for err in jsonschema.Draft202012Validator(sub).iter_errors(ds["params"]):
+            msgs.append(_describe(err, ["datasets", name, "params"]))
     return msgs
 
 
-def _semantic_errors(config: dict) -> list[str]:
+def _experiment_errors(config: dict) -> list[str]:
     msgs = []
     datasets = config["datasets"]
-    for name, ds in datasets.items():
-        cls = PROBLEMS[ds["problem"]]
-        sub = load_schema()["$defs"].get(f"{ds['problem']}_params")
-        if sub is not None:
-            for err in jsonschema.Draft202012Validator(sub).iter_errors(ds["params"]):
-                msgs.append(f"config key {_key(['datasets', name, 'params', *err.absolute_path])}: "
-                            f"{err.message}")
-    if msgs:
-        return msgs
     for ename, exp in config["experiments"].items():
         where = ["experiments", ename]
         if exp["dataset"] not in datasets:
@@ -79,19 +89,39 @@ def _semantic_errors(config: dict) -> list[str]:
         ds = datasets[exp["dataset"]]
         cls = PROBLEMS[ds["problem"]]
         sizes = cls.local_sizes_from(ds["params"])
-        if exp["batch_size"] > min(sizes):
-            msgs.append(f"config key {_key(where + ['batch_size'])}: {exp['batch_size']} is larger "
-                        f"than the smallest local data set (N={min(sizes)}) of dataset "
-                        f"{exp['dataset']!r}; allowed: 1..{min(sizes)}")
+        federated = [m for m in exp["methods"] if m["algorithm"] in FEDERATED_NAMES]
+        if federated:
+            for key in ("batch_size", "step"):
+                if key not in exp:
+                    msgs.append(f"config key {_key(where + [key])}: missing; federated methods "
+                                f"({', '.join(sorted({m['algorithm'] for m in federated}))}) need it")
+            if "batch_size" in exp and exp["batch_size"] > min(sizes):
+                msgs.append(f"config key {_key(where + ['batch_size'])}: {exp['batch_size']} is larger "
+                            f"than the smallest local data set (N={min(sizes)}) of dataset "
+                            f"{exp['dataset']!r}; allowed: 1..{min(sizes)}")
         for i, m in enumerate(exp["methods"]):
+            here = where + ["methods", i]
+            alg = m["algorithm"]
+            if alg in FEDERATED_NAMES and "K" not in m:
+                msgs.append(f"config key {_key(here + ['K'])}: missing; {alg} needs a list of local "
+                            f"step counts K >= 1")
+            if alg in CENTRALIZED_NAMES:
+                for key in ("K", "participation"):
+                    if key in m:
+                        msgs.append(f"config key {_key(here + [key])}: {alg} is centralised and takes "
+                                    f"no {key}; allowed only with {', '.join(FEDERATED_NAMES)}")
             s = m.get("participation")
             if s is not None and s > len(sizes):
-                msgs.append(f"config key {_key(where + ['methods', i, 'participation'])}: {s} is "
-                            f"larger than the number of agents S={len(sizes)}; allowed: 1..{len(sizes)}")
-            if m["algorithm"] == "fedavg" and cls.manifold_class.name != "euclidean":
-                msgs.append(f"config key {_key(where + ['methods', i, 'algorithm'])}: 'fedavg' needs "
-                            f"a Euclidean problem, dataset {exp['dataset']!r} lives on "
-                            f"{cls.manifold_class.name}; allowed here: rfedags, rfedavg")
+                msgs.append(f"config key {_key(here + ['participation'])}: {s} is larger than the "
+                            f"number of agents S={len(sizes)}; allowed: 1..{len(sizes)}")
+            if alg == "rfedavg" and not cls.manifold_class.HAS_LOG:
+                msgs.append(f"config key {_key(here + ['algorithm'])}: 'rfedavg' aggregates by the "
+                            f"tangent mean, which needs a closed-form Log; {cls.manifold_class.name} "
+                            f"has none; allowed here: rfedags, {', '.join(CENTRALIZED_NAMES)}")
+            if alg == "fedavg" and cls.manifold_class.name != "euclidean":
+                msgs.append(f"config key {_key(here + ['algorithm'])}: 'fedavg' needs a Euclidean "
+                            f"problem, dataset {exp['dataset']!r} lives on {cls.manifold_class.name}; "
+                            f"allowed here: rfedags, rfedavg, {', '.join(CENTRALIZED_NAMES)}")
         geometry = exp.get("geometry", {})
         for key, allowed in (("retraction", cls.manifold_class.RETRACTIONS),
                              ("transport", cls.manifold_class.TRANSPORTS)):
@@ -101,20 +131,64 @@ def _semantic_errors(config: dict) -> list[str]:
     return msgs
 
 
+def _figure_and_table_errors(config: dict) -> list[str]:
+    msgs = []
+    exps = config["experiments"]
+    for fname, fig in config.get("figures", {}).items():
+        where = ["figures", fname]
+        if fig["experiment"] not in exps:
+            msgs.append(f"config key {_key(where + ['experiment'])}: {fig['experiment']!r} is not an "
+                        f"experiment of this config; allowed: {', '.join(exps)}")
+            continue
+        problem = config["datasets"][exps[fig["experiment"]]["dataset"]]["problem"]
+        allowed = BASE_METRICS + tuple(PROBLEMS[problem].extra_metric_names)
+        for i, metric in enumerate(fig.get("metrics", ["excess_risk"])):
+            if metric not in allowed:
+                msgs.append(f"config key {_key(where + ['metrics', i])}: {metric!r} is not recorded "
+                            f"for problem {problem!r}; allowed: {', '.join(allowed)}")
+    tables = config.get("tables", {})
+    for i, row in enumerate(tables.get("table1", {}).get("rows", [])):
+        for key in ("fixed", "decaying"):
+            if row[key] not in exps:
+                msgs.append(f"config key {_key(['tables', 'table1', 'rows', i, key])}: {row[key]!r} "
+                            f"is not an experiment; allowed: {', '.join(exps)}")
+    for r, ename in tables.get("table2", {}).get("experiments", {}).items():
+        where = ["tables", "table2", "experiments", r]
+        if ename not in exps:
+            msgs.append(f"config key {_key(where)}: {ename!r} is not an experiment; "
+                        f"allowed: {', '.join(exps)}")
+        elif "test_nmse" not in PROBLEMS[config["datasets"][exps[ename]["dataset"]]["problem"]].extra_metric_names:
+            msgs.append(f"config key {_key(where)}: experiment {ename!r} records no test_nmse; "
+                        f"Table 2 needs a School experiment")
+    return msgs
+
+
 def validate(config: dict, schema_path: str | Path = SCHEMA_PATH) -> dict:
-    """Return the config with schema defaults filled in, or raise ConfigError listing every problem."""
+    """Return the config with defaults filled in, or raise ConfigError listing every problem."""
     if not isinstance(config, dict):
         raise ConfigError(f"the config must be a mapping, got {type(config).__name__}")
     config = copy.deepcopy(config)
-    msgs = _schema_errors(config, load_schema(schema_path))
-    if not msgs:
-        msgs = _semantic_errors(config)
-    if msgs:
-        raise ConfigError("invalid configuration:\n  " + "\n  ".join(msgs))
+    schema = load_schema(schema_path)
+    for check in (lambda c: _schema_errors(c, schema), lambda c: _dataset_errors(c, schema),
+                  _experiment_errors, _figure_and_table_errors):
+        msgs = check(config)
+        if msgs:
+            raise ConfigError("invalid configuration:\n  " + "\n  ".join(msgs))
     config.setdefault("output_dir", "")
+    school = config.setdefault("school", {})
+    school.setdefault("mirror", None)
+    school.setdefault("cache_dir", "datasets/school")
+    for ds in config["datasets"].values():
+        ds.setdefault("resample", False)
+        ref = ds.setdefault("reference", {})
+        ref.setdefault("tolerance", 1e-6)
+        ref.setdefault("max_iterations", 5000)
+        ref.setdefault("starts", 1)
     for exp in config["experiments"].values():
-        exp["figure"].setdefault("metric", "excess_risk")
         exp.setdefault("geometry", {})
+    for fig in config.get("figures", {}).values():
+        fig.setdefault("metrics", ["excess_risk"])
+        fig.setdefault("report_category", "Figures")
     return config
 
 
@@ -122,33 +196,59 @@ def load(path: str | Path) -> dict:
     return validate(yaml.safe_load(Path(path).read_text()))
 
 
-def run_id(algorithm: str, K: int, seed: int, participation: int | None = None) -> str:
+# ---- expansion --------------------------------------------------------------
+def run_id(algorithm: str, K: int | None, seed: int, participation: int | None = None) -> str:
+    k = "" if K is None else f"_K{K}"
     part = "" if participation is None else f"_s{participation}"
-    return f"{algorithm}_K{K}{part}_seed{seed}"
+    return f"{algorithm}{k}{part}_seed{seed}"
+
+
+def instance_name(dataset: dict, seed: int) -> str:
+    """The data instance a run uses: one per run seed when the dataset resamples."""
+    return f"seed{seed}" if dataset.get("resample") else "fixed"
+
+
+def dataset_spec(config: dict, name: str, instance: str) -> dict:
+    """Everything ``rfl data`` / ``rfl reference`` need for one data instance."""
+    ds = copy.deepcopy(config["datasets"][name])
+    spec = {"name": name, "instance": instance, **ds}
+    if ds["problem"] == "school":
+        spec["school"] = copy.deepcopy(config["school"])
+    return spec
+
+
+def dataset_instances(config: dict) -> list[tuple[str, str]]:
+    """Every (dataset, instance) some run needs, in config order."""
+    seen = {}
+    for exp in config["experiments"].values():
+        ds = config["datasets"][exp["dataset"]]
+        for seed in exp["seeds"]:
+            seen[(exp["dataset"], instance_name(ds, seed))] = None
+    return list(seen)
 
 
 def expand_runs(config: dict) -> list[dict]:
     """One spec per (experiment, method, K, seed), in config order."""
     runs = []
     for ename, exp in config["experiments"].items():
-        ds = config["datasets"][exp["dataset"]]
         for m in exp["methods"]:
-            for K in m["K"]:
+            federated = m["algorithm"] in FEDERATED_NAMES
+            for K in (m["K"] if federated else [None]):
                 for seed in exp["seeds"]:
+                    ds = dataset_spec(config, exp["dataset"],
+                                      instance_name(config["datasets"][exp["dataset"]], seed))
+                    algorithm = {"name": m["algorithm"]}
+                    if federated:
+                        algorithm.update(K=K, batch_size=exp["batch_size"],
+                                         participation=m.get("participation"))
                     runs.append({
                         "experiment": ename,
                         "run_id": run_id(m["algorithm"], K, seed, m.get("participation")),
-                        "dataset": {"name": exp["dataset"], **copy.deepcopy(ds)},
+                        "dataset": ds,
                         "geometry": dict(exp.get("geometry", {})),
-                        "algorithm": {"name": m["algorithm"], "K": K,
-                                      "batch_size": exp["batch_size"],
-                                      "participation": m.get("participation")},
-                        "step": dict(exp["step"]),
+                        "algorithm": algorithm,
+                        "step": dict(exp["step"]) if federated else None,
                         "rounds": exp["rounds"],
                         "seed": seed,
                     })
     return runs
-
-
-def dataset_spec(config: dict, name: str) -> dict:
-    return {"name": name, **copy.deepcopy(config["datasets"][name])}

@@ -36,8 +36,29 @@ def write_json(path, obj) -> None:
         tmp.write_text(json.dumps(obj, indent=2, sort_keys=True) + "\n")
 
 
+def sync_json(path, obj) -> bool:
+    """Write ``obj`` as JSON unless the file already holds exactly that; True if written.
+
+    Leaves an unchanged file (and its mtime) alone, so make-like tools rerun only what a
+    changed spec affects.
+    """
+    text = json.dumps(obj, indent=2, sort_keys=True) + "\n"
+    path = Path(path)
+    if path.exists() and path.read_text() == text:
+        return False
+    with atomic_path(path) as tmp:
+        tmp.write_text(text)
+    return True
+
+
 def read_json(path):
     return json.loads(Path(path).read_text())
+
+
+def read_yaml(path):
+    import yaml
+
+    return yaml.safe_load(Path(path).read_text())
 
 
 def write_table(path, df: pd.DataFrame) -> None:

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from rfl import io
-from rfl.algorithms import FEDERATED, make_step_size
+from rfl.algorithms import make_step_size
 from rfl.data.generators import GENERATORS
 from rfl.problems import PROBLEMS
 from rfl.random import stream
@@ -69,30 +69,66 @@ def _metadata(spec: dict, start: float, status: str, **extra) -> dict:
 
 
 # ---- data -------------------------------------------------------------------
-def generate_data(dataset: dict, out_npz: str | Path) -> None:
-    """Write the arrays of one dataset spec ``{"name", "problem", "seed", "params"}``."""
-    rng = stream(dataset["seed"], "data", dataset["name"])
-    io.write_arrays(out_npz, GENERATORS[dataset["problem"]](rng, **dataset["params"]))
+def data_stream(dataset: dict) -> np.random.Generator:
+    """The stream of one data instance: (dataset seed, "data", name[, instance])."""
+    keys = ("data", dataset["name"]) + (() if dataset["instance"] == "fixed" else (dataset["instance"],))
+    return stream(dataset["seed"], *keys)
+
+
+def generate_data(dataset: dict, out_npz, inputs=()) -> None:
+    """Write the arrays of one data instance (``inputs``: raw files the generator reads)."""
+    arrays = GENERATORS[dataset["problem"]](data_stream(dataset), *inputs, **dataset["params"])
+    io.write_arrays(out_npz, arrays)
 
 
 def load_problem(dataset: dict, data_npz, geometry: dict | None = None):
-    return PROBLEMS[dataset["problem"]].from_arrays(io.read_arrays(data_npz), **(geometry or {}))
+    return PROBLEMS[dataset["problem"]].from_arrays(io.read_arrays(data_npz), dataset["params"],
+                                                    **(geometry or {}))
 
 
 def compute_reference(dataset: dict, data_npz, out_npz) -> None:
-    """x* and F(x*) of a dataset: closed form where the problem has one."""
+    """x* and F(x*) of a data instance.
+
+    Closed form where the problem has one; otherwise RLBFGS to ||grad F|| below the dataset's
+    ``reference.tolerance`` from ``reference.starts`` seeded starting points plus the
+    problem's own candidates, keeping the lowest cost.
+    """
+    from rfl.algorithms.rlbfgs import RLBFGS
+
+    start = time.time()
     problem = load_problem(dataset, data_npz)
     x_star = problem.closed_form_optimum()
-    if x_star is None:
-        raise NotImplementedError(f"problem {dataset['problem']!r} has no reference solver yet")
+    if x_star is not None:
+        method, iterations = "closed_form", 0
+    else:
+        ref = dataset["reference"]
+        rng = stream(dataset["seed"], "reference", dataset["name"], dataset["instance"])
+        starts = [problem.initial_point(rng) for _ in range(ref["starts"])]
+        starts += list(problem.reference_candidates())
+        solver = RLBFGS(problem, tolerance=ref["tolerance"], max_iterations=ref["max_iterations"])
+        best = None
+        for x0 in starts:
+            x, info = solver.solve(x0)
+            if best is None or problem.cost(x) < problem.cost(best[0]):
+                best = (x, info)
+        x_star, info = best
+        method, iterations = "rlbfgs", int(info.get("iterations", -1))
+    grad_norm = problem.grad_norm(x_star)
+    if x_star is None or not np.isfinite(problem.cost(x_star)):
+        raise RuntimeError(f"no finite reference optimum for dataset {dataset['name']!r}")
     io.write_arrays(out_npz, {"x_star": x_star, "F_star": np.array(problem.cost(x_star)),
-                              "grad_norm": np.array(problem.grad_norm(x_star)),
-                              "method": np.array("closed_form")})
+                              "grad_norm": np.array(grad_norm), "method": np.array(method),
+                              "iterations": np.array(iterations),
+                              "seconds": np.array(time.time() - start)})
 
 
 # ---- runs -------------------------------------------------------------------
 def make_algorithm(spec: dict, problem):
+    from rfl.algorithms import CENTRALIZED, FEDERATED
+
     a = spec["algorithm"]
+    if a["name"] in CENTRALIZED:
+        return CENTRALIZED[a["name"]](problem)
     return FEDERATED[a["name"]](problem, make_step_size(spec["step"]), a["K"], a["batch_size"],
                                 a.get("participation"))
 
@@ -103,20 +139,21 @@ def execute(spec: dict, problem, x_star: np.ndarray, F_star: float) -> pd.DataFr
     x0 = problem.initial_point(stream(spec["seed"], "init", spec["dataset"]["name"]))
     rng = stream(spec["seed"], "sampling", spec["experiment"], spec["run_id"])
     algorithm = make_algorithm(spec, problem)
+    extra = list(problem.extra_metric_names)
 
     rows = []
 
     def record(t, x, grad_evals, floats, wall):
         ok = bool(np.all(np.isfinite(x))) and m.distance_from_manifold(x[None])[0] <= MANIFOLD_TOL
         cost = problem.cost(x) if ok else np.nan
-        ok = ok and np.isfinite(cost)
-        rows.append({
-            "round": t, "cost": cost, "excess_risk": cost - F_star if ok else np.nan,
-            "grad_norm": problem.grad_norm(x) if ok else np.nan,
-            "dist_to_opt": problem.distance_to_optimum(x, x_star) if ok else np.nan,
-            "grad_evals": grad_evals, "floats": floats, "wall_time": wall,
-            "status": "ok" if ok else "diverged",
-        })
+        ok = ok and bool(np.isfinite(cost))
+        row = {"round": t, "cost": cost, "excess_risk": cost - F_star if ok else np.nan,
+               "grad_norm": problem.grad_norm(x) if ok else np.nan,
+               "dist_to_opt": problem.distance_to_optimum(x, x_star) if ok else np.nan,
+               "grad_evals": grad_evals, "floats": floats, "wall_time": wall,
+               "status": "ok" if ok else "diverged"}
+        row.update(problem.extra_metrics(x) if ok else dict.fromkeys(extra, np.nan))
+        rows.append(row)
         return ok
 
     record(0, x0, 0, 0, 0.0)
@@ -128,7 +165,7 @@ def execute(spec: dict, problem, x_star: np.ndarray, F_star: float) -> pd.DataFr
             if not record(t + 1, x, counters.grad_evals, counters.floats, wall):
                 break
             tic = time.perf_counter()
-    return pd.DataFrame(rows, columns=COLUMNS)
+    return pd.DataFrame(rows, columns=COLUMNS + extra)
 
 
 def run(spec: dict, data_npz, reference_npz, out_csv, out_meta) -> pd.DataFrame:
@@ -140,5 +177,6 @@ def run(spec: dict, data_npz, reference_npz, out_csv, out_meta) -> pd.DataFrame:
     status = "diverged" if (table["status"] == "diverged").any() else "ok"
     io.write_table(out_csv, table)
     io.write_json(out_meta, _metadata(spec, start, status, rounds_completed=int(table["round"].iloc[-1]),
-                                      F_star=float(ref["F_star"])))
+                                      F_star=float(ref["F_star"]),
+                                      reference_method=str(ref["method"])))
     return table

@@ -98,36 +98,52 @@ def test_cli_bad_arguments_exit_2_with_one_line():
 def test_cli_validate(tmp_path):
     assert _cli("validate", SMOKE).returncode == 0
     cfg = yaml.safe_load(open(SMOKE))
-    cfg["experiments"]["fig1a_cpesph_fixed"]["batch_size"] = 500
+    cfg["experiments"]["cpesph_fixed"]["batch_size"] = 500
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump(cfg))
     r = _cli("validate", str(bad))
-    assert r.returncode == 2 and "experiments.fig1a_cpesph_fixed.batch_size" in r.stderr
+    assert r.returncode == 2 and "experiments.cpesph_fixed.batch_size" in r.stderr
 
 
 @pytest.mark.parametrize("mutate, key, allowed", [
-    (lambda c: c["experiments"]["fig1a_cpesph_fixed"]["methods"][0].update(algorithm="sgd"),
-     "experiments.fig1a_cpesph_fixed.methods.0.algorithm", "rfedags"),
-    (lambda c: c["experiments"]["fig1a_cpesph_fixed"]["step"].update(rule="cosine"),
-     "experiments.fig1a_cpesph_fixed.step.rule", "fixed, decaying"),
-    (lambda c: c["experiments"]["fig1a_cpesph_fixed"]["step"].update(alpha=-1),
-     "experiments.fig1a_cpesph_fixed.step.alpha", "minimum of 0"),
-    (lambda c: c["experiments"]["fig1a_cpesph_fixed"]["methods"][0].update(K=[0]),
-     "experiments.fig1a_cpesph_fixed.methods.0.K.0", "minimum"),
-    (lambda c: c["experiments"]["fig1a_cpesph_fixed"].update(batch_size=21),
-     "experiments.fig1a_cpesph_fixed.batch_size", "1..20"),
-    (lambda c: c["experiments"]["fig1a_cpesph_fixed"]["methods"][0].update(participation=5),
-     "experiments.fig1a_cpesph_fixed.methods.0.participation", "1..4"),
-    (lambda c: c["experiments"]["fig1a_cpesph_fixed"]["geometry"].update(transport="parallelization"),
-     "experiments.fig1a_cpesph_fixed.geometry.transport", "parallel, projection"),
-    (lambda c: c["experiments"]["fig1a_cpesph_fixed"].update(rounds="ten"),
-     "experiments.fig1a_cpesph_fixed.rounds", "integer"),
-    (lambda c: c["experiments"]["fig1a_cpesph_fixed"].update(dataset="mnist"),
-     "experiments.fig1a_cpesph_fixed.dataset", "cpesph"),
+    (lambda c: c["experiments"]["cpesph_fixed"]["methods"][0].update(algorithm="sgd"),
+     "experiments.cpesph_fixed.methods.0.algorithm", "rfedags"),
+    (lambda c: c["experiments"]["cpesph_fixed"]["step"].update(rule="cosine"),
+     "experiments.cpesph_fixed.step.rule", "fixed, decaying"),
+    (lambda c: c["experiments"]["cpesph_fixed"]["step"].update(alpha=-1),
+     "experiments.cpesph_fixed.step.alpha", "minimum of 0"),
+    (lambda c: c["experiments"]["cpesph_fixed"]["methods"][0].update(K=[0]),
+     "experiments.cpesph_fixed.methods.0.K.0", "minimum"),
+    (lambda c: c["experiments"]["cpesph_fixed"].update(batch_size=21),
+     "experiments.cpesph_fixed.batch_size", "1..20"),
+    (lambda c: c["experiments"]["cpesph_fixed"]["methods"][0].update(participation=5),
+     "experiments.cpesph_fixed.methods.0.participation", "1..4"),
+    (lambda c: c["experiments"]["cpesph_fixed"]["geometry"].update(transport="parallelization"),
+     "experiments.cpesph_fixed.geometry.transport", "parallel, projection"),
+    (lambda c: c["experiments"]["cpesph_fixed"].update(rounds="ten"),
+     "experiments.cpesph_fixed.rounds", "integer"),
+    (lambda c: c["experiments"]["cpesph_fixed"].update(dataset="mnist"),
+     "experiments.cpesph_fixed.dataset", "cpesph"),
     (lambda c: c["datasets"]["cpesph"]["params"].pop("N"),
      "datasets.cpesph.params", "'N' is a required property"),
-    (lambda c: c["experiments"]["fig1a_cpesph_fixed"].pop("seeds"),
-     "experiments.fig1a_cpesph_fixed", "'seeds' is a required property"),
+    (lambda c: c["experiments"]["cpesph_fixed"].pop("seeds"),
+     "experiments.cpesph_fixed", "'seeds' is a required property"),
+    (lambda c: c["experiments"]["mbcfsti_fixed"]["methods"].append({"algorithm": "rfedavg", "K": [1]}),
+     "experiments.mbcfsti_fixed.methods.1.algorithm", "allowed here: rfedags"),
+    (lambda c: c["experiments"]["school_r2"]["methods"][2].update(K=[2]),
+     "experiments.school_r2.methods.2.K", "rsd is centralised"),
+    (lambda c: c["experiments"]["cpesph_fixed"].pop("batch_size"),
+     "experiments.cpesph_fixed.batch_size", "federated methods"),
+    (lambda c: c["figures"]["fig1a_cpesph_fixed"].update(metrics=["test_nmse"]),
+     "figures.fig1a_cpesph_fixed.metrics.0", "allowed: excess_risk"),
+    (lambda c: c["figures"]["fig1a_cpesph_fixed"].update(experiment="nope"),
+     "figures.fig1a_cpesph_fixed.experiment", "allowed: cpesph_fixed"),
+    (lambda c: c["tables"]["table2"]["experiments"].update({"3": "cpesph_fixed"}),
+     "tables.table2.experiments.3", "needs a School experiment"),
+    (lambda c: c["datasets"]["cfmspd"]["params"].update(D_W=-1),
+     "datasets.cfmspd.params.D_W", "minimum of 0"),
+    (lambda c: c["datasets"]["cpesph"].update(problem="mnist"),
+     "datasets.cpesph.problem", "allowed: cpesph, cfmspd"),
 ])
 def test_config_errors_name_the_key_and_what_is_allowed(mutate, key, allowed):
     cfg = yaml.safe_load(open(SMOKE))
@@ -140,7 +156,12 @@ def test_config_errors_name_the_key_and_what_is_allowed(mutate, key, allowed):
 
 def test_expand_runs_covers_every_method_K_and_seed(smoke_runs):
     cfg, runs = smoke_runs
-    exp = cfg["experiments"]["fig1a_cpesph_fixed"]
-    ids = {r["run_id"] for r in runs if r["experiment"] == "fig1a_cpesph_fixed"}
+    exp = cfg["experiments"]["cpesph_fixed"]
+    ids = {r["run_id"] for r in runs if r["experiment"] == "cpesph_fixed"}
     expected = {f"{m['algorithm']}_K{K}_seed{s}" for m in exp["methods"] for K in m["K"] for s in exp["seeds"]}
     assert ids == expected
+    school = {r["run_id"] for r in runs if r["experiment"] == "school_r2"}
+    assert {"rsd_seed0", "rcg_seed1", "rlbfgs_seed0", "rfedavg_K1_seed1"} <= school
+    # a resampled dataset gives each seed its own data instance
+    instances = {r["dataset"]["instance"] for r in runs if r["experiment"] == "school_r2"}
+    assert instances == {"seed0", "seed1"}

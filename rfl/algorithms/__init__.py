@@ -4,13 +4,16 @@ They know problems only through the ``Problem`` interface, never by name.
 """
 
 from .base import Counters, FederatedAlgorithm
+from .centralized import RCG, RSD
 from .fedavg import FedAvg
 from .rfedags import RFedAGS
 from .rfedavg import RFedAvg
+from .rlbfgs import RLBFGS
 from .sampling import AgentSampler
 from .stepsize import STEP_RULES, Decaying, Fixed, make_step_size
 
 FEDERATED = {"rfedags": RFedAGS, "rfedavg": RFedAvg, "fedavg": FedAvg}
+CENTRALIZED = {"rsd": RSD, "rcg": RCG, "rlbfgs": RLBFGS}
 
-__all__ = ["AgentSampler", "Counters", "Decaying", "FEDERATED", "FedAvg", "FederatedAlgorithm",
+__all__ = ["AgentSampler", "CENTRALIZED", "Counters", "RCG", "RLBFGS", "RSD", "Decaying", "FEDERATED", "FedAvg", "FederatedAlgorithm",
            "Fixed", "RFedAGS", "RFedAvg", "STEP_RULES", "make_step_size"]

@@ -32,6 +32,8 @@ class Manifold:
     name: str = "manifold"
     RETRACTIONS: tuple[str, ...] = ("exp",)
     TRANSPORTS: tuple[str, ...] = ("projection",)
+    #: whether ``log`` has a closed form (tangent-mean aggregation needs it)
+    HAS_LOG: bool = True
 
     def __init__(self, point_shape: tuple[int, ...], dim: int,
                  retraction: str | None = None, transport: str | None = None):

@@ -53,6 +53,7 @@ class Stiefel(Manifold):
     """St(p, n) with the embedded metric <U, V>_X = tr(U^T V)."""
 
     name = "stiefel"
+    HAS_LOG = False
     RETRACTIONS = ("polar", "qr")
     TRANSPORTS = ("parallelization", "projection")
 

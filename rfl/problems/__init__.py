@@ -7,8 +7,13 @@ be checked before any data exist.
 """
 
 from .base import Problem
+from .cfmspd import CFMSPD
 from .cpesph import CPESph
+from .mbcfsti import MBCFSti
+from .multitask import MultitaskFeatures, SchoolMultitask
 
-PROBLEMS = {"cpesph": CPESph}
+PROBLEMS = {"cpesph": CPESph, "cfmspd": CFMSPD, "mbcfsti": MBCFSti,
+            "multitask": MultitaskFeatures, "school": SchoolMultitask}
 
-__all__ = ["Problem", "CPESph", "PROBLEMS"]
+__all__ = ["Problem", "CFMSPD", "CPESph", "MBCFSti", "MultitaskFeatures", "SchoolMultitask",
+           "PROBLEMS"]

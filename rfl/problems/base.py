@@ -25,6 +25,18 @@ class Problem:
     name: str = "problem"
     manifold: Manifold
     local_sizes: np.ndarray
+    #: names of the problem-specific columns ``extra_metrics`` adds to a run table
+    extra_metric_names: tuple[str, ...] = ()
+
+    @classmethod
+    def from_arrays(cls, arrays: dict, params: dict, **geometry) -> "Problem":
+        """Build from the arrays the data step wrote and the dataset's parameters."""
+        raise NotImplementedError
+
+    @staticmethod
+    def local_sizes_from(params: dict) -> list[int]:
+        """(S,) local data sizes implied by the dataset parameters, before any data exist."""
+        raise NotImplementedError
 
     @property
     def n_agents(self) -> int:
@@ -78,9 +90,17 @@ class Problem:
         """A global minimiser x* in closed form, or None when there is none."""
         return None
 
+    def reference_candidates(self) -> list[np.ndarray]:
+        """Extra starting points for the reference solver (e.g. a planted solution)."""
+        return []
+
     def distance_to_optimum(self, x: np.ndarray, x_star: np.ndarray) -> float:
         """Distance from x to the set of minimisers containing x_star (default: Riemannian distance)."""
         return float(self.manifold.dist(x[None], x_star[None])[0])
+
+    def extra_metrics(self, x: np.ndarray) -> dict[str, float]:
+        """Problem-specific metrics at one point (e.g. test NMSE): keys ``extra_metric_names``."""
+        return {}
 
     def initial_point(self, rng: np.random.Generator) -> np.ndarray:
         """The starting point x_1 of every method for one seed."""

@@ -22,7 +22,7 @@ class CPESph(Problem):
     manifold_class = Sphere
 
     @classmethod
-    def from_arrays(cls, arrays, **geometry):
+    def from_arrays(cls, arrays, params=None, **geometry):
         return cls(arrays["Z"], **geometry)
 
     @staticmethod

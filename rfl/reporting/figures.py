@@ -1,8 +1,8 @@
-"""Figures of one experiment: a metric against rounds, median over seeds with a min-max band.
+"""Figures of one experiment: metrics against rounds, median over seeds with a min-max band.
 
-Reads only result files: each run's table ``X.csv`` and its metadata
-``X.meta.json`` (which says algorithm, K, participation). A diverged run is
-drawn up to the round it diverged, marked with an x.
+Reads only result files: each run's table ``X.csv`` and its metadata ``X.meta.json``
+(which says algorithm, K, participation). One panel per metric. A diverged run is drawn
+up to the round it diverged, marked with an x.
 """
 
 from __future__ import annotations
@@ -14,15 +14,19 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from rfl import io  # noqa: E402
 
 LABELS = {"excess_risk": "excess risk $F(x_t) - F(x^*)$", "grad_norm": r"$\|\mathrm{grad}\,F(x_t)\|$",
-          "dist_to_opt": r"dist$(x_t, x^*)$", "cost": "$F(x_t)$"}
-NAMES = {"rfedags": "RFedAGS", "rfedavg": "RFedAvg", "fedavg": "FedAvg"}
-FLOOR = 1e-16   # values below this (round-off) are drawn at the floor of the log axis
+          "dist_to_opt": r"dist$(x_t, x^*)$", "cost": "cost $F(x_t)$", "test_nmse": "test NMSE",
+          "subspace_dist": r"dist$(\mathcal{U}_t, \mathcal{U}^*)$"}
+NAMES = {"rfedags": "RFedAGS", "rfedavg": "RFedAvg", "fedavg": "FedAvg", "rsd": "RSD",
+         "rcg": "RCG", "rlbfgs": "RLBFGS"}
+CENTRALIZED_COLORS = {"rsd": "tab:red", "rcg": "tab:orange", "rlbfgs": "tab:brown"}
+ORDER = ["rfedags", "rfedavg", "fedavg", "rsd", "rcg", "rlbfgs"]
+FLOOR = 1e-16   # values below this (round-off) are drawn at the floor of a log axis
+LOG_METRICS = {"excess_risk", "grad_norm", "dist_to_opt", "subspace_dist"}
 
 
 def meta_path(table_path) -> Path:
@@ -30,13 +34,22 @@ def meta_path(table_path) -> Path:
     return p.with_name(p.name[: -len(".csv")] + ".meta.json")
 
 
+def method_key(algorithm: dict) -> tuple:
+    return (algorithm["name"], algorithm.get("K"), algorithm.get("participation"))
+
+
+def method_label(key: tuple) -> str:
+    alg, K, s = key
+    return NAMES.get(alg, alg) + ("" if K is None else f"-K={K}") + ("" if s is None else f", s={s}")
+
+
 def load_runs(tables) -> dict[tuple, list[pd.DataFrame]]:
     """Group run tables by method: (algorithm, K, participation) -> [table per seed]."""
     groups = defaultdict(list)
     for path in tables:
-        a = io.read_json(meta_path(path))["spec"]["algorithm"]
-        groups[(a["name"], a["K"], a.get("participation"))].append(io.read_table(path))
-    return dict(sorted(groups.items(), key=lambda kv: (kv[0][0] != "rfedags", kv[0][0], kv[0][1])))
+        groups[method_key(io.read_json(meta_path(path))["spec"]["algorithm"])].append(io.read_table(path))
+    return dict(sorted(groups.items(), key=lambda kv: (ORDER.index(kv[0][0]), kv[0][1] or 0,
+                                                       kv[0][2] or 0)))
 
 
 def summarise(tables: list[pd.DataFrame], metric: str) -> pd.DataFrame:
@@ -46,37 +59,53 @@ def summarise(tables: list[pd.DataFrame], metric: str) -> pd.DataFrame:
                          "high": wide.max(axis=1), "n": wide.notna().sum(axis=1)})
 
 
-def label(key: tuple) -> str:
-    alg, K, s = key
-    return f"{NAMES.get(alg, alg)}-K={K}" + ("" if s is None else f", s={s}")
+def _styles(keys) -> dict[tuple, dict]:
+    Ks = sorted({k[1] for k in keys if k[0] in ("rfedags", "fedavg") and k[1] is not None})
+    cmap = {K: plt.cm.viridis(i / max(1, len(Ks) - 1) * 0.9) for i, K in enumerate(Ks)}
+    styles = {}
+    for key in keys:
+        alg, K, _ = key
+        if alg in CENTRALIZED_COLORS:
+            styles[key] = {"color": CENTRALIZED_COLORS[alg], "ls": ":"}
+        elif alg == "rfedavg":
+            styles[key] = {"color": cmap.get(K, "tab:gray"), "ls": "--"}
+        else:
+            styles[key] = {"color": cmap.get(K, "tab:blue"), "ls": "-"}
+    return styles
 
 
 def experiment_figure(spec: dict, tables, out_pdf) -> None:
-    """Draw ``spec['metric']`` vs rounds for every method of the experiment; PDF + PNG."""
-    metric = spec.get("metric", "excess_risk")
+    """Draw each of ``spec['metrics']`` vs rounds for every method of the experiment; PDF + PNG."""
+    metrics = spec.get("metrics", ["excess_risk"])
     groups = load_runs(tables)
-    Ks = sorted({k[1] for k in groups})
-    colors = {K: plt.cm.viridis(i / max(1, len(Ks) - 1) * 0.9) for i, K in enumerate(Ks)}
-    fig, ax = plt.subplots(figsize=(5.2, 3.8))
-    for key, runs in groups.items():
-        stats = summarise(runs, metric).clip(lower=FLOOR)
-        style = "-" if key[0] == "rfedags" else "--"
-        ax.plot(stats.index, stats["median"], style, color=colors[key[1]], lw=1.4, label=label(key))
-        ax.fill_between(stats.index, stats["low"], stats["high"], color=colors[key[1]], alpha=0.15, lw=0)
-        for t in runs:
-            if (t["status"] == "diverged").any():
-                last = t[t["status"] == "ok"].iloc[-1]
-                ax.plot(last["round"], max(last[metric], FLOOR), "x", color=colors[key[1]])
+    styles = _styles(groups)
+    fig, axes = plt.subplots(1, len(metrics), figsize=(5.2 * len(metrics), 3.9), squeeze=False)
+    for ax, metric in zip(axes[0], metrics):
+        log = metric in LOG_METRICS
+        for key, runs in groups.items():
+            stats = summarise(runs, metric)
+            if log:
+                stats = stats.clip(lower=FLOOR)
+            st = styles[key]
+            ax.plot(stats.index, stats["median"], st["ls"], color=st["color"], lw=1.4,
+                    label=method_label(key))
+            ax.fill_between(stats.index, stats["low"], stats["high"], color=st["color"], alpha=0.13, lw=0)
+            for t in runs:
+                if (t["status"] == "diverged").any():
+                    ok = t[t["status"] == "ok"]
+                    if len(ok):
+                        ax.plot(ok["round"].iloc[-1], max(ok[metric].iloc[-1], FLOOR) if log
+                                else ok[metric].iloc[-1], "x", color=st["color"], ms=8)
+        if log:
+            ax.set_yscale("log")
+        ax.set_xlabel("round $t$ (outer iteration; iteration for centralised methods)")
+        ax.set_ylabel(LABELS.get(metric, metric))
+        ax.grid(True, which="major", alpha=0.3)
     n_seeds = max(len(r) for r in groups.values())
-    ax.set_yscale("log")
-    ax.set_xlabel("round $t$ (outer iteration)")
-    ax.set_ylabel(LABELS.get(metric, metric))
-    ax.set_title(f"{spec['title']}\n(median over {n_seeds} seeds, band: min-max)", fontsize=9)
-    ax.legend(fontsize=7, ncol=2)
-    ax.grid(True, which="major", alpha=0.3)
+    fig.suptitle(f"{spec['title']}  (median over {n_seeds} seeds, band: min-max)", fontsize=9)
+    axes[0][0].legend(fontsize=7, ncol=2)
     fig.tight_layout()
     out_pdf = Path(out_pdf)
-    out_pdf.parent.mkdir(parents=True, exist_ok=True)
     for path in (out_pdf, out_pdf.with_suffix(".png")):
         with io.atomic_path(path) as tmp:
             fig.savefig(tmp, format=path.suffix[1:], dpi=150)

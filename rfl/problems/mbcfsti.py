@@ -1,0 +1,97 @@
+"""MBCFSti: Brockett cost on the Stiefel manifold (paper Section 5.1).
+
+f(X; A) = tr(X^T A X H) on St(p, d), H = diag(mu_1, ..., mu_p) = diag(p, p-1, ..., 1)
+(mu_1 > ... > mu_p > 0); agent i holds A_i: (N_i, d, d) symmetric and
+f_i(X) = (1/N_i) sum_j f(X; A_ij); F(X) = sum_i w_i f_i(X) = tr(X^T A_bar X H)
+with the pooled mean matrix A_bar = sum_i w_i (1/N_i) sum_j A_ij.
+Euclidean gradient (A symmetric): 2 A X H.
+
+Optimum. tr(X^T A X H) = sum_k mu_k x_k^T A x_k. With lambda_1 <= ... <= lambda_d
+the eigenvalues of A_bar (eigenvectors v_1, ..., v_d), the minimum over
+St(p, d) is sum_k mu_k lambda_k (Brockett; by the rearrangement inequality the
+largest weight mu_1 goes with the smallest eigenvalue), attained at
+X* = [v_1, ..., v_p]. When lambda_1, ..., lambda_p are simple and lambda_p <
+lambda_{p+1}, the minimisers are exactly X* diag(+-1, ..., +-1).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rfl.manifolds import Stiefel
+
+from .base import Problem
+
+
+class MBCFSti(Problem):
+    """A: (S, N, d, d) agents' symmetric matrices; p the number of columns."""
+
+    name = "mbcfsti"
+    manifold_class = Stiefel
+
+    @classmethod
+    def from_arrays(cls, arrays, params=None, **geometry):
+        """p is the dataset parameter when given, else ``arrays["p"]`` (written by the generator)."""
+        if params is not None and "p" in params:
+            p = int(params["p"])
+        elif "p" in arrays:
+            p = int(arrays["p"])
+        else:
+            raise KeyError("MBCFSti needs p: neither the dataset params nor the arrays carry 'p'")
+        return cls(arrays["A"], p, **geometry)
+
+    @staticmethod
+    def local_sizes_from(params: dict):
+        """(S,) local sizes implied by the dataset parameters (d, p, S, N)."""
+        return [params["N"]] * params["S"]
+
+    def __init__(self, A: np.ndarray, p: int, retraction: str | None = None,
+                 transport: str | None = None):
+        self.A = np.asarray(A, dtype=float)
+        if self.A.ndim != 4 or self.A.shape[-1] != self.A.shape[-2]:
+            raise ValueError(f"A must have shape (S, N, d, d), got {self.A.shape}")
+        S, N, d, _ = self.A.shape
+        self.d, self.p = d, int(p)
+        self.manifold = Stiefel(d, self.p, retraction=retraction, transport=transport)
+        self.local_sizes = np.full(S, N)
+        self.h = np.arange(self.p, 0, -1, dtype=float)                      # diag(H) = (p, ..., 1)
+        self._local_mean = self.A.mean(axis=1)                             # (S, d, d)
+        self.A_bar = np.einsum("s,sij->ij", self.weights, self._local_mean)
+
+    def minibatch_egrad(self, x, agents, batch):
+        """(2/B) sum_b A_b X H: x (s, d, p), batch (s, B) -> (s, d, p)."""
+        ab = self.A[agents[:, None], batch]                                 # (s, B, d, d)
+        return 2.0 * (ab.mean(axis=1) @ x) * self.h
+
+    def local_egrad(self, x, agents):
+        return 2.0 * (self._local_mean[agents] @ x) * self.h
+
+    def local_cost(self, x, agents):
+        return np.einsum("sik,sij,sjk,k->s", x, self._local_mean[agents], x, self.h)
+
+    def cost(self, x):
+        return float(np.einsum("ik,ij,jk,k->", x, self.A_bar, x, self.h))
+
+    def egrad(self, x):
+        return 2.0 * (self.A_bar @ x) * self.h
+
+    def closed_form_optimum(self):
+        """X* = [v_1, ..., v_p], eigenvectors of the p smallest eigenvalues of A_bar (v_1 for the
+        smallest, paired with mu_1 = p); each column's sign makes its largest-|.| entry positive."""
+        _, v = np.linalg.eigh(self.A_bar)
+        x = v[:, :self.p]
+        idx = np.argmax(np.abs(x), axis=0)
+        return x * np.sign(x[idx, np.arange(self.p)])
+
+    def optimal_value(self) -> float:
+        """F* = sum_k mu_k lambda_k, lambda_1 <= ... <= lambda_p the smallest eigenvalues of A_bar."""
+        return float(self.h @ np.linalg.eigvalsh(self.A_bar)[:self.p])
+
+    def distance_to_optimum(self, x, x_star):
+        """min over column signs D of ||X D - X*||_F: the minimisers are X* D (simple eigenvalues),
+        and the Frobenius distance separates over columns, so each column's sign is flipped to
+        make x_k^T x*_k >= 0. (With repeated eigenvalues the minimiser set is larger and this
+        overestimates the distance to it.)"""
+        s = np.sign(np.sum(x * x_star, axis=0))
+        s[s == 0] = 1.0
+        return float(np.linalg.norm(x * s - x_star))

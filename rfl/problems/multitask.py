@@ -1,0 +1,395 @@
+"""Low-dimensional multitask feature learning on the Grassmann manifold (paper
+Section 5.2, problem (5.3), after [MKJS19] Section 3.2).
+
+Agent i holds N regression tasks (X_ij, y_ij), X_ij: (d_ij, m), y_ij: (d_ij,).
+All tasks share an r-dimensional feature subspace span(U), U in St(r, m); task
+ij fits its own coefficients w in R^r on the features X_ij U:
+
+    w_ij(U) = argmin_w 0.5 ||X_ij U w - y_ij||^2 + lambda ||w||^2
+            = (U^T G_ij U + 2 lambda I_r)^{-1} U^T c_ij,
+    G_ij = X_ij^T X_ij (m x m),  c_ij = X_ij^T y_ij (m,)
+
+(normal equations: U^T X^T (X U w - y) + 2 lambda w = 0, hence the factor 2).
+
+The objective we differentiate (and call ``cost``)
+---------------------------------------------------
+The value function of the inner problem,
+
+    h_ij(U) = min_w [0.5 ||X_ij U w - y_ij||^2 + lambda ||w||^2]
+            = 0.5 ||X_ij U w_ij(U) - y_ij||^2 + lambda ||w_ij(U)||^2,
+
+    F(U) = sum_i p_i f_i(U),  f_i(U) = (1/N) sum_j h_ij(U),  p_i = 1/S,
+
+i.e. choice (a) of the design brief. By the envelope theorem (the partial
+derivative in w of the inner objective vanishes at w = w_ij(U)) its Euclidean
+gradient in R^{m x r} is exactly
+
+    grad h_ij(U) = X_ij^T (X_ij U w - y_ij) w^T = (G_ij U w - c_ij) w^T,  w = w_ij(U),
+
+with no derivative of w_ij(U) needed. Reasons for (a): it is the formulation
+of [MKJS19] (min over U of the sum of the tasks' regularised least-squares
+minima), its gradient is exact and cheap, and h_ij(U Q) = h_ij(U) for every
+orthogonal Q (substitute v = Q w, ||v|| = ||w||), so F is a function on
+Gr(r, m). For lambda = 0 (the paper's synthetic case) h_ij is exactly the
+paper's (5.3) term 0.5 ||X_ij U w_ijU - y_ij||^2.
+
+For lambda > 0 the paper's (5.3), 0.5 ||X U w_ij(U) - y||^2 evaluated at the
+*regularised* w, is not the value function (it omits lambda ||w||^2), so the
+envelope argument does not give its gradient; it is available as
+``data_fit(U)`` (value only, for reporting) and differs from ``cost`` by
+lambda * mean ||w_ij(U)||^2. The algorithms only need a cost and a gradient
+that agree: ``cost``/``local_cost`` and the ``*_egrad`` methods all refer to h.
+For School (lambda = 1e-3) the difference is small; the reported metric there
+is the test NMSE anyway.
+
+Riemannian structure: the Euclidean gradient E of the O(r)-invariant extension
+satisfies U^T E = -2 lambda W (symmetric, W = mean of w w^T; 0 for lambda = 0),
+so the Grassmann gradient is the horizontal projection (I - U U^T) E
+(``Grassmann.egrad2rgrad``), and E(U Q) = E(U) Q.
+
+Storage and cost. Tasks are padded to a common row count D: X (S, N, D, m),
+y (S, N, D), sizes d (S, N); padded rows must be exactly zero in X and y
+(checked at construction, ``ValueError`` otherwise), so they add nothing to
+G_ij, c_ij or any residual. Two ways to compute the same mini-batch gradient
+(``gradient=`` at construction):
+
+- ``"gram"``: G (S, N, m, m) and c (S, N, m) are computed once; a mini-batch
+  gradient of B tasks per agent gathers B Gram matrices and costs
+  O(B (m^2 r + r^3)) flops per agent, independent of the d_ij. Memory for G is
+  S N m^2 * 8 bytes: 80 MB for the paper's synthetic case (S=20, N=50,
+  m=100), 0.9 MB for School (S=6, N=23, m=28).
+- ``"rows"``: X^T (X U w - y) w^T from the padded rows, O(B (D m r + r^3))
+  flops per agent, no extra memory.
+- ``"auto"`` (default): ``"rows"`` when D < m, else ``"gram"``. The Gram path
+  wins when tasks have more rows than features (School: D = max training
+  school size >> m = 28); for the paper's synthetic case (D = 50 < m = 100)
+  gathering 25 Gram matrices of 100 x 100 per agent moves twice the memory of
+  the rows, and measured 12 ms against 5 ms per mini-batch gradient (S=20,
+  B=25, r=5), so ``auto`` takes the rows there.
+
+The raw X is always kept (S N D m * 8 bytes, 40 MB synthetic) because the
+cost is evaluated from the rows.
+
+Accuracy. ``cost`` and ``data_fit`` are computed from the residual rows
+X U w - y, not from the Gram form 0.5 (w^T U^T G U w - 2 c^T U w + y^T y),
+which cancels catastrophically near a zero-residual optimum (absolute error
+~eps ||y||^2 instead of ~eps^2 ||y||^2). w itself comes from the r x r normal
+equations; an error delta in w changes h only at second order (w minimises
+the inner objective).
+
+Mini-batches: the "samples" of agent i are its N tasks; ``batch`` indexes
+tasks, and the mini-batch gradient is the mean over the B tasks.
+
+Classes: ``MultitaskFeatures`` (name "multitask", the synthetic case, built
+from ``rfl.data.multitask.generate`` output) and ``SchoolMultitask`` (name
+"school", built from a ``rfl.data.school.split_school`` dict; it keeps the test
+split and reports ``test_nmse`` through ``extra_metrics``). r and lambda come
+from the dataset params (see ``from_arrays``).
+
+Reference point: ``closed_form_optimum`` is None (no closed form);
+``reference_candidates`` offers the planted U* of synthetic data as a start.
+``distance_to_optimum(U, U_ref)`` is the Grassmann geodesic distance
+sqrt(sum_k theta_k^2) over the principal angles theta_k between span(U) and
+span(U_ref). For synthetic data the natural references are U* (the subspace
+the data were generated from; a minimiser when noise = 0 and lambda = 0) and a
+computed minimiser of F (differs from U* by O(noise) when noise > 0); the
+data's U* is kept as ``self.U_star``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rfl.data.school import nmse, unpad
+from rfl.manifolds import Grassmann
+
+from .base import Problem
+
+#: lambda of the paper's School experiment (Section 5.2).
+SCHOOL_LAMBDA = 1e-3
+
+
+def _t(a: np.ndarray) -> np.ndarray:
+    return a.swapaxes(-1, -2)
+
+
+def _check_padded(X: np.ndarray, y: np.ndarray, d: np.ndarray, what: str) -> np.ndarray:
+    """Validate padded task arrays; return the (S, N, D) mask of valid rows."""
+    if X.ndim != 4 or y.shape != X.shape[:3] or d.shape != X.shape[:2]:
+        raise ValueError(f"{what}: expected X (S, N, D, m), y (S, N, D), sizes (S, N); "
+                         f"got {X.shape}, {y.shape}, {d.shape}")
+    D = X.shape[2]
+    if np.any(d < 0) or np.any(d > D):
+        raise ValueError(f"{what}: task sizes must lie in [0, {D}], got [{d.min()}, {d.max()}]")
+    mask = np.arange(D)[None, None, :] < d[:, :, None]
+    if np.any(X[~mask] != 0) or np.any(y[~mask] != 0):
+        raise ValueError(f"{what}: padded rows (beyond each task's size) must be zero in X and y")
+    return mask
+
+
+class MultitaskFeatures(Problem):
+    """Problem (5.3) on Gr(r, m): X (S, N, D, m), y (S, N, D), d (S, N) padded tasks."""
+
+    name = "multitask"
+    manifold_class = Grassmann
+    extra_metric_names = ("subspace_dist",)
+
+    # ---- construction ----------------------------------------------------
+    @classmethod
+    def from_arrays(cls, arrays, params: dict | None = None, *, r: int | None = None,
+                    lam: float | None = None, **geometry):
+        """Build from generator output or from a School split.
+
+        r and lambda are problem parameters, not data: they are taken from the
+        keywords, else from the dataset ``params`` (keys ``r``, ``lam``), else
+        from 0-d arrays ``arrays["r"]`` / ``arrays["lam"]``, else defaulted:
+
+        - synthetic (``rfl.data.multitask.generate``): keys X, y, d, U_star;
+          r defaults to U_star.shape[1], lam to 0 (the paper's synthetic case);
+        - School (``rfl.data.school.split_school``): keys X_train, y_train,
+          n_train, X_test, y_test, n_test; r is required, lam defaults to
+          ``SCHOOL_LAMBDA`` = 1e-3.
+
+        ``geometry``: retraction / transport names of the Grassmann manifold
+        (and optionally ``gradient``, see the module docstring).
+        """
+        params = params or {}
+        if r is None:
+            r = params.get("r", arrays["r"] if "r" in arrays else None)
+        if lam is None:
+            lam = params.get("lam", arrays["lam"] if "lam" in arrays else None)
+        r = None if r is None else int(r)
+        lam = None if lam is None else float(lam)
+        if "X_train" in arrays:
+            if r is None:
+                raise ValueError("a School problem needs the subspace dimension r "
+                                 "(params['r'], keyword r= or a 0-d array 'r')")
+            return cls.from_school(arrays, r, SCHOOL_LAMBDA if lam is None else lam, **geometry)
+        U_star = arrays.get("U_star")
+        if r is None:
+            if U_star is None:
+                raise ValueError("need r (params['r'], keyword, array 'r', or U_star to read it from)")
+            r = np.shape(U_star)[1]
+        return cls(arrays["X"], arrays["y"], arrays["d"], r, 0.0 if lam is None else lam,
+                   U_star=U_star, **geometry)
+
+    @classmethod
+    def from_school(cls, split, r: int, lam: float = SCHOOL_LAMBDA, **geometry):
+        """Training tasks of a ``split_school`` dict; the test arrays are kept for ``test_nmse``."""
+        p = cls(split["X_train"], split["y_train"], split["n_train"], r, lam, **geometry)
+        X_test = np.asarray(split["X_test"], dtype=float)
+        y_test = np.asarray(split["y_test"], dtype=float)
+        n_test = np.asarray(split["n_test"], dtype=np.int64)
+        _check_padded(X_test, y_test, n_test, "test data")
+        if X_test.shape[:2] != p.X.shape[:2] or X_test.shape[3] != p.X.shape[3]:
+            raise ValueError(f"test data {X_test.shape} do not match training data {p.X.shape}")
+        p.X_test, p.y_test, p.n_test = X_test, y_test, n_test
+        return p
+
+    @staticmethod
+    def local_sizes_from(params: dict):
+        """(S,) local sizes (tasks per agent) from dataset parameters: S, N
+        (or n_agents, tasks_per_agent as in ``split_school``)."""
+        S = params.get("S", params.get("n_agents"))
+        N = params.get("N", params.get("tasks_per_agent"))
+        if S is None or N is None:
+            raise KeyError("multitask dataset parameters need S and N "
+                           "(or n_agents and tasks_per_agent)")
+        return [int(N)] * int(S)
+
+    GRADIENTS = ("auto", "gram", "rows")
+
+    def __init__(self, X: np.ndarray, y: np.ndarray, d: np.ndarray, r: int, lam: float = 0.0,
+                 retraction: str | None = None, transport: str | None = None,
+                 U_star: np.ndarray | None = None, gradient: str = "auto"):
+        self.X = np.ascontiguousarray(X, dtype=float)
+        self.y = np.asarray(y, dtype=float)
+        self.d = np.asarray(d, dtype=np.int64)
+        self.mask = _check_padded(self.X, self.y, self.d, "training data")
+        S, N, D, m = self.X.shape
+        r = int(r)
+        self.lam = float(lam)
+        if self.lam < 0:
+            raise ValueError(f"lambda must be non-negative, got {lam}")
+        if self.lam == 0 and self.d.min() < r:
+            raise ValueError(f"with lambda = 0 every task needs at least r={r} rows for w to be "
+                             f"unique; the smallest task has {self.d.min()}")
+        self.manifold = Grassmann(m, r, retraction=retraction, transport=transport)
+        self.m, self.r = m, r
+        self.local_sizes = np.full(S, N)
+        if gradient not in self.GRADIENTS:
+            raise ValueError(f"gradient={gradient!r}; allowed: {', '.join(self.GRADIENTS)}")
+        if gradient == "auto":
+            gradient = "rows" if D < m else "gram"
+        self.gradient = gradient
+        if gradient == "gram":
+            self.G = np.einsum("sndi,sndj->snij", self.X, self.X)              # (S, N, m, m)
+            self.c = np.einsum("sndi,snd->sni", self.X, self.y)                # (S, N, m)
+        else:
+            self.G = self.c = None
+        self.U_star = None if U_star is None else np.asarray(U_star, dtype=float)
+        self.X_test = self.y_test = self.n_test = None
+
+    # ---- inner problem ---------------------------------------------------
+    def _all_tasks(self, s: int) -> np.ndarray:
+        N = self.local_sizes[0]
+        return np.broadcast_to(np.arange(N), (s, N))
+
+    def _ridge(self, gram_uu: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+        """Solve (gram_uu + 2 lambda I) w = rhs: (..., r, r), (..., r) -> (..., r)."""
+        A = gram_uu + 2.0 * self.lam * np.eye(self.r)
+        return np.linalg.solve(A, rhs[..., None])[..., 0]
+
+    def _gram_terms(self, x, agents, tasks):
+        """G U, c and w for the selected tasks: x (s, m, r), tasks (s, B)."""
+        G = self.G[agents[:, None], tasks]                                     # (s, B, m, m)
+        c = self.c[agents[:, None], tasks]                                     # (s, B, m)
+        GU = G @ x[:, None]                                                    # (s, B, m, r)
+        w = self._ridge(_t(x)[:, None] @ GU, np.einsum("smr,sbm->sbr", x, c))  # (s, B, r)
+        return GU, c, w
+
+    def _row_terms(self, x, agents, tasks):
+        """Rows X, X U, y, w and the residual X U w - y of the selected tasks."""
+        Xb = self.X[agents[:, None], tasks]                                    # (s, B, D, m)
+        yb = self.y[agents[:, None], tasks]                                    # (s, B, D)
+        XU = Xb @ x[:, None]                                                   # (s, B, D, r)
+        w = self._ridge(_t(XU) @ XU, np.einsum("sbdr,sbd->sbr", XU, yb))       # (s, B, r)
+        res = np.einsum("sbdr,sbr->sbd", XU, w) - yb                           # padded rows: 0 - 0
+        return Xb, w, res
+
+    def task_coefficients(self, x, agents, tasks=None):
+        """w_ij(U) fitted on the training data: x (s, m, r), agents (s,), tasks (s, B) -> (s, B, r)."""
+        x = np.asarray(x, dtype=float)
+        agents = np.asarray(agents)
+        tasks = self._all_tasks(len(agents)) if tasks is None else np.asarray(tasks)
+        return self._row_terms(x, agents, tasks)[1]
+
+    def _task_values(self, x, agents, tasks):
+        """(h_ij, data-fit_ij) per selected task from the residual rows: two (s, B) arrays."""
+        _, w, res = self._row_terms(x, agents, tasks)
+        fit = 0.5 * np.einsum("sbd,sbd->sb", res, res)
+        return fit + self.lam * np.einsum("sbr,sbr->sb", w, w), fit
+
+    def _egrad(self, x, agents, tasks):
+        if self.gradient == "gram":
+            GU, c, w = self._gram_terms(x, agents, tasks)
+            xtr = np.einsum("sbmr,sbr->sbm", GU, w) - c                        # X^T (X U w - y)
+        else:
+            Xb, w, res = self._row_terms(x, agents, tasks)
+            xtr = np.einsum("sbdm,sbd->sbm", Xb, res)                          # X^T (X U w - y)
+        return np.einsum("sbm,sbr->smr", xtr, w) / tasks.shape[1]
+
+    # ---- federated (batched over agents) ----------------------------------
+    def minibatch_egrad(self, x, agents, batch):
+        """(1/B) sum_{j in batch_i} (G_ij U_i w - c_ij) w^T, w = w_ij(U_i): x (s, m, r),
+        agents (s,), batch (s, B) task indices -> (s, m, r)."""
+        return self._egrad(np.asarray(x, dtype=float), np.asarray(agents), np.asarray(batch))
+
+    def minibatch_cost(self, x, agents, batch):
+        """(1/B) sum_{j in batch_i} h_ij(U_i): ``(s,)`` (the function ``minibatch_egrad`` differentiates)."""
+        return self._task_values(np.asarray(x, dtype=float), np.asarray(agents),
+                                 np.asarray(batch))[0].mean(axis=1)
+
+    def local_egrad(self, x, agents):
+        agents = np.asarray(agents)
+        return self._egrad(np.asarray(x, dtype=float), agents, self._all_tasks(len(agents)))
+
+    def local_cost(self, x, agents):
+        agents = np.asarray(agents)
+        return self._task_values(np.asarray(x, dtype=float), agents,
+                                 self._all_tasks(len(agents)))[0].mean(axis=1)
+
+    # ---- global (one point U: (m, r)) -------------------------------------
+    def _everyone(self, x):
+        S = self.n_agents
+        return np.broadcast_to(np.asarray(x, dtype=float), (S, self.m, self.r)), np.arange(S)
+
+    def cost(self, x):
+        """F(U) = (1/S) sum_i (1/N) sum_j h_ij(U) (value function, see the module docstring)."""
+        xs, agents = self._everyone(x)
+        return float(self.weights @ self.local_cost(xs, agents))
+
+    def data_fit(self, x):
+        """The paper's (5.3): (1/S) sum_i (1/N) sum_j 0.5 ||X_ij U w_ij(U) - y_ij||^2, w
+        the (regularised) inner solution; equals ``cost`` when lambda = 0."""
+        xs, agents = self._everyone(x)
+        fit = self._task_values(xs, agents, self._all_tasks(len(agents)))[1].mean(axis=1)
+        return float(self.weights @ fit)
+
+    def egrad(self, x):
+        xs, agents = self._everyone(x)
+        return np.tensordot(self.weights, self.local_egrad(xs, agents), axes=1)
+
+    # ---- prediction ------------------------------------------------------
+    def coefficients(self, x):
+        """w_ij(U) of every task, fitted on the training data: ``(S, N, r)``."""
+        xs, agents = self._everyone(x)
+        return self.task_coefficients(xs, agents)
+
+    def predict(self, x, X_test=None):
+        """Predictions X_test_ij U w_ij(U), w fitted on the training data: (S, N, D_test).
+
+        X_test: (S, N, D_test, m) padded test features (default: the stored
+        School test set); padded rows predict 0.
+        """
+        X_test = self.X_test if X_test is None else np.asarray(X_test, dtype=float)
+        if X_test is None:
+            raise ValueError("no test data: pass X_test or build the problem with from_school")
+        if X_test.shape[:2] != self.X.shape[:2] or X_test.shape[3] != self.m:
+            raise ValueError(f"X_test {X_test.shape} does not match the tasks {self.X.shape}")
+        return np.einsum("sndr,snr->snd", X_test @ np.asarray(x, dtype=float), self.coefficients(x))
+
+    def test_nmse(self, x, X_test=None, y_test=None, n_test=None):
+        """NMSE of Section 5.2 (``rfl.data.school.nmse``): squared errors pooled over all
+        valid test rows of all tasks over the population variance of those labels."""
+        if X_test is None and y_test is None and n_test is None:
+            X_test, y_test, n_test = self.X_test, self.y_test, self.n_test
+        if X_test is None or y_test is None or n_test is None:
+            raise ValueError("need X_test, y_test and n_test (or a problem built by from_school)")
+        X_test = np.asarray(X_test, dtype=float)
+        y_test = np.asarray(y_test, dtype=float)
+        n_test = np.asarray(n_test, dtype=np.int64)
+        _check_padded(X_test, y_test, n_test, "test data")
+        pred = self.predict(x, X_test)
+        return nmse(unpad(pred, n_test), unpad(y_test, n_test))
+
+    # ---- reference -------------------------------------------------------
+    def closed_form_optimum(self):
+        return None
+
+    def reference_candidates(self):
+        """The planted subspace U* of synthetic data (a minimiser when noise = 0 and
+        lambda = 0, within O(noise) of one otherwise), as a start for the reference solver."""
+        if self.U_star is not None and self.U_star.shape == (self.m, self.r):
+            return [self.U_star.copy()]
+        return []
+
+    def extra_metrics(self, x):
+        """subspace_dist: principal-angle distance to the planted U* (paper Figure 2b)."""
+        if self.U_star is None:
+            return {"subspace_dist": float("nan")}
+        return {"subspace_dist": self.distance_to_optimum(x, self.U_star)}
+
+    def distance_to_optimum(self, x, x_star):
+        """Grassmann geodesic distance sqrt(sum theta_k^2), theta_k the principal angles
+        between span(x) and span(x_star); independent of both representatives."""
+        return float(self.manifold.dist(np.asarray(x)[None], np.asarray(x_star)[None])[0])
+
+
+class SchoolMultitask(MultitaskFeatures):
+    """Problem (5.3) on a School split (paper Section 5.2, real case), recording the
+    test NMSE of every iterate (``extra_metrics``). Build with ``from_arrays(split,
+    params)`` (params: r, lam) or ``from_school(split, r, lam)``."""
+
+    name = "school"
+    extra_metric_names = ("test_nmse",)
+
+    @classmethod
+    def from_arrays(cls, arrays, params: dict | None = None, **kwargs):
+        if "X_train" not in arrays:
+            raise ValueError("a School problem is built from a split_school dict "
+                             "(X_train, y_train, n_train, X_test, y_test, n_test)")
+        return super().from_arrays(arrays, params, **kwargs)
+
+    def extra_metrics(self, x):
+        return {"test_nmse": self.test_nmse(x)}
