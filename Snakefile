@@ -49,6 +49,16 @@ def _tables():
     return out
 
 
+HETERO = config.get("heterogeneity")
+
+
+def _hetero_outputs():
+    if not HETERO:
+        return []
+    return [OUT + "figures/fig_heterogeneity.pdf", OUT + "figures/fig_heterogeneity.png",
+            OUT + "paper_tables/heterogeneity.csv", OUT + "paper_tables/heterogeneity.md"]
+
+
 def _table_spec(name):
     if name == "table1":
         return {"rows": [{"label": row["label"],
@@ -58,10 +68,14 @@ def _table_spec(name):
                          for row in TABLES["table1"]["rows"]]}
     if name == "table2":
         return {"experiments": TABLES["table2"]["experiments"], "paper": PAPER["table2"]}
+    if name == "heterogeneity":
+        return {"experiments_by_name": {e: label for label, e in HETERO["experiments"].items()},
+                "tail": HETERO["tail"]}
     return {"config": config, "paper": PAPER,
             "runs": {e: _run_tables(e) for e in EXPERIMENTS},
             "tables": {"table1": OUT + "paper_tables/table1_parameters.csv",
-                       "table2": OUT + "paper_tables/table2_school_nmse.csv"}}
+                       "table2": OUT + "paper_tables/table2_school_nmse.csv",
+                       "heterogeneity": OUT + "paper_tables/heterogeneity.csv"}}
 
 
 # ---- the resolved config, one spec file per job ------------------------------------------
@@ -72,7 +86,7 @@ for (e, r), spec in RUNS.items():
     _specs[f"{SPECS}runs/{e}/{r}.json"] = spec
 for f, fig in FIGURES.items():
     _specs[f"{SPECS}figures/{f}.json"] = {"name": f, **fig}
-for t in list(TABLES) + ["reproduction"]:
+for t in list(TABLES) + ["reproduction"] + (["heterogeneity"] if HETERO else []):
     _specs[f"{SPECS}tables/{t}.json"] = _table_spec(t)
 for _path, _spec in _specs.items():
     io.sync_json(_path, _spec)
@@ -97,6 +111,7 @@ rule all:
     input:
         expand(OUT + "figures/{figure}.{ext}", figure=FIGURES, ext=["pdf", "png"]),
         _tables(),
+        _hetero_outputs(),
         OUT + "paper_tables/REPRODUCTION.md",
 
 
@@ -177,11 +192,24 @@ rule table2:
     shell: PIN + "rfl table2 {input.spec} {output[0]} {input.runs}"
 
 
+rule heterogeneity:
+    input:
+        spec=SPECS + "tables/heterogeneity.json",
+        runs=[t for e in (HETERO or {}).get("experiments", {}).values() for t in _run_tables(e)],
+    output:
+        pdf=report(OUT + "figures/fig_heterogeneity.pdf", category="Heterogeneity"),
+        png=OUT + "figures/fig_heterogeneity.png",
+        csv=OUT + "paper_tables/heterogeneity.csv",
+        md=OUT + "paper_tables/heterogeneity.md",
+    threads: 1
+    shell: PIN + "rfl heterogeneity {input.spec} {output.pdf} {output.csv} {input.runs}"
+
+
 rule reproduction:
     input:
         spec=SPECS + "tables/reproduction.json",
         runs=[f"{OUT}results/runs/{e}/{r}.csv" for (e, r) in RUNS],
-        tables=_tables(),
+        tables=_tables() + _hetero_outputs(),
     output: report(OUT + "paper_tables/REPRODUCTION.md", category="Reproduction report")
     threads: 1
     shell: PIN + "rfl reproduction {input.spec} {output}"

@@ -8,15 +8,19 @@
     rfl fetch-school SPEC OUT                   School data from a mirror or the pinned URL (sha256)
     rfl table1 SPEC OUT.csv                     Table 1 (csv, md, tex) from the config
     rfl table2 SPEC OUT.csv RUN.csv...          Table 2 (csv, md, tex) from School runs
+    rfl heterogeneity SPEC OUT.pdf OUT.csv RUN.csv...   the client-drift study (figure + table)
     rfl reproduction SPEC OUT.md                the computed reproduction report
 
-Bad arguments exit with status 2 and one line on stderr.
+Bad arguments exit with status 2 and one line on stderr: unknown commands, missing or
+unreadable files, a spec that is not JSON or lacks a key the step needs.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+import zipfile
 from pathlib import Path
 
 
@@ -25,11 +29,107 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"rfl: error: {message}\n")
 
 
+class SpecError(ValueError):
+    """A spec file the step cannot use (not JSON, not an object, a key missing or mistyped)."""
+
+
 def _existing(path: str) -> Path:
     p = Path(path)
     if not p.is_file():
         raise argparse.ArgumentTypeError(f"no such file: {path}")
     return p
+
+
+def _npz(path: str) -> Path:
+    p = _existing(path)
+    if not zipfile.is_zipfile(p):
+        raise argparse.ArgumentTypeError(f"not an .npz archive: {path}")
+    return p
+
+
+def _run_table(path: str) -> Path:
+    """A run table with its metadata record beside it (RUN.csv + RUN.meta.json)."""
+    p = _existing(path)
+    if not p.name.endswith(".csv"):
+        raise argparse.ArgumentTypeError(f"not a run table (.csv): {path}")
+    meta = p.with_name(p.name[: -len(".csv")] + ".meta.json")
+    if not meta.is_file():
+        raise argparse.ArgumentTypeError(f"no metadata beside run table {path}: {meta} is missing")
+    return p
+
+
+# The keys each step reads from its spec (nested mappings; a type, or a tuple of types).
+_DATASET = {"name": str, "instance": str, "problem": str, "seed": int, "params": dict}
+_REFERENCE = {**_DATASET, "reference": {"tolerance": (int, float), "max_iterations": int,
+                                        "starts": int}}
+_RUN = {"experiment": str, "run_id": str, "dataset": _DATASET, "algorithm": {"name": str},
+        "rounds": int, "seed": int}
+_FEDERATED = {"algorithm": {"name": str, "K": int, "batch_size": int},
+              "step": {"rule": str}}
+_SPEC_KEYS = {
+    "data": _DATASET,
+    "reference": _REFERENCE,
+    "run": _RUN,
+    "figure": {"title": str},
+    "fetch-school": {},
+    "table1": {"rows": list},
+    "table2": {"experiments": dict, "paper": dict},
+    "heterogeneity": {"experiments_by_name": dict, "tail": (int, float)},
+    "reproduction": {"config": dict, "paper": dict, "runs": dict, "tables": dict},
+}
+_TYPE_NAMES = {str: "a string", int: "an integer", float: "a number", dict: "a mapping",
+               list: "a list"}
+
+
+def _check_keys(obj, shape: dict, where: str, path: tuple = ()) -> None:
+    for key, want in shape.items():
+        name = ".".join(path + (key,))
+        if key not in obj:
+            raise SpecError(f"{where}: key {name!r} is missing")
+        value = obj[key]
+        if isinstance(want, dict):
+            if not isinstance(value, dict):
+                raise SpecError(f"{where}: key {name!r} must be a mapping, got {json.dumps(value)[:60]}")
+            _check_keys(value, want, where, path + (key,))
+            continue
+        types = want if isinstance(want, tuple) else (want,)
+        if isinstance(value, bool) or not isinstance(value, types):
+            what = " or ".join(_TYPE_NAMES[t] for t in types)
+            raise SpecError(f"{where}: key {name!r} must be {what}, got {json.dumps(value)[:60]}")
+
+
+def read_spec(path, command: str) -> dict:
+    """The JSON object in ``path`` with the keys ``command`` reads, else SpecError (one line)."""
+    try:
+        spec = json.loads(Path(path).read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise SpecError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}, "
+                        f"column {exc.colno})") from None
+    except UnicodeDecodeError:
+        raise SpecError(f"{path}: not valid JSON (not UTF-8 text)") from None
+    if not isinstance(spec, dict):
+        raise SpecError(f"{path}: a spec must be a JSON object, got {type(spec).__name__}")
+    _check_keys(spec, _SPEC_KEYS.get(command, {}), str(path))
+    if command in ("data", "reference", "run"):
+        from rfl.data.generators import GENERATORS
+
+        problem = (spec["dataset"] if command == "run" else spec)["problem"]
+        if problem not in GENERATORS:
+            raise SpecError(f"{path}: problem {problem!r} is unknown; allowed: "
+                            f"{', '.join(GENERATORS)}")
+    if command == "run":
+        from rfl.algorithms import CENTRALIZED, FEDERATED
+
+        name = spec["algorithm"]["name"]
+        if name not in CENTRALIZED and name not in FEDERATED:
+            raise SpecError(f"{path}: algorithm {name!r} is unknown; allowed: "
+                            f"{', '.join(list(FEDERATED) + list(CENTRALIZED))}")
+        if name in FEDERATED:
+            _check_keys(spec, _FEDERATED, str(path))
+    if command == "fetch-school" and not isinstance(spec.get("mirror"), (str, type(None))):
+        raise SpecError(f"{path}: key 'mirror' must be a string or null, "
+                        f"got {json.dumps(spec['mirror'])[:60]}")
+    return spec
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -43,18 +143,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("inputs", nargs="*", type=_existing, help="raw files the generator reads")
     p = sub.add_parser("reference", help="compute x* and F(x*) of a dataset")
     p.add_argument("spec", type=_existing)
-    p.add_argument("data", type=_existing)
+    p.add_argument("data", type=_npz)
     p.add_argument("out")
     p = sub.add_parser("run", help="execute one run")
     p.add_argument("spec", type=_existing)
-    p.add_argument("data", type=_existing)
-    p.add_argument("reference", type=_existing)
+    p.add_argument("data", type=_npz)
+    p.add_argument("reference", type=_npz)
     p.add_argument("out_table")
     p.add_argument("out_meta")
     p = sub.add_parser("figure", help="draw one experiment's figure")
     p.add_argument("spec", type=_existing)
     p.add_argument("out_pdf")
-    p.add_argument("runs", nargs="+", type=_existing)
+    p.add_argument("runs", nargs="+", type=_run_table)
     p = sub.add_parser("fetch-school", help="fetch and verify ILEA567.DAT")
     p.add_argument("spec", type=_existing)
     p.add_argument("out")
@@ -64,7 +164,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("table2", help="write Table 2")
     p.add_argument("spec", type=_existing)
     p.add_argument("out_csv")
-    p.add_argument("runs", nargs="*", type=_existing)
+    p.add_argument("runs", nargs="*", type=_run_table)
+    p = sub.add_parser("heterogeneity", help="write the heterogeneity figure and table")
+    p.add_argument("spec", type=_existing)
+    p.add_argument("out_pdf")
+    p.add_argument("out_csv")
+    p.add_argument("runs", nargs="*", type=_run_table)
     p = sub.add_parser("reproduction", help="write the reproduction report")
     p.add_argument("spec", type=_existing)
     p.add_argument("out_md")
@@ -73,48 +178,66 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from rfl import io
     from rfl.config import ConfigError
     from rfl.data.school import ChecksumMismatchError, DataUnavailableError
 
     try:
+        spec = None if args.command == "validate" else read_spec(args.spec, args.command)
         if args.command == "validate":
+            import yaml
+
             from rfl import config
-            config.load(args.config)
+            try:
+                config.load(args.config)
+            except yaml.YAMLError as exc:
+                mark = getattr(exc, "problem_mark", None)
+                where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+                problem = getattr(exc, "problem", None) or type(exc).__name__
+                raise ConfigError(f"{args.config}: not valid YAML ({problem}{where})") from None
+            except UnicodeDecodeError:
+                raise ConfigError(f"{args.config}: not valid YAML (not UTF-8 text)") from None
             print(f"{args.config}: valid")
         elif args.command == "data":
             from rfl.runner import generate_data
-            generate_data(io.read_json(args.spec), args.out, args.inputs)
+            if spec["problem"] == "school" and not args.inputs:
+                raise SpecError(f"{args.spec}: problem 'school' reads the raw ILEA567.DAT; "
+                                f"pass it after OUT.npz")
+            generate_data(spec, args.out, args.inputs)
         elif args.command == "reference":
             from rfl.runner import compute_reference
-            compute_reference(io.read_json(args.spec), args.data, args.out)
+            compute_reference(spec, args.data, args.out)
         elif args.command == "run":
             from rfl.runner import run
-            run(io.read_json(args.spec), args.data, args.reference, args.out_table, args.out_meta)
+            run(spec, args.data, args.reference, args.out_table, args.out_meta)
         elif args.command == "figure":
             from rfl.reporting.figures import experiment_figure
-            experiment_figure(io.read_json(args.spec), args.runs, args.out_pdf)
+            experiment_figure(spec, args.runs, args.out_pdf)
         elif args.command == "fetch-school":
+            import pooch
+
             from rfl.data.school import fetch_ilea
-            spec = io.read_json(args.spec)
+            pooch.get_logger().setLevel("WARNING")   # the error line, not a progress line
             out = Path(args.out)
             got = fetch_ilea(out.parent, mirror=spec.get("mirror"))
             if got.resolve() != out.resolve():
                 raise RuntimeError(f"fetched {got}, expected {out}")
         elif args.command == "table1":
             from rfl.reporting.tables import table1
-            table1(io.read_json(args.spec), args.out_csv)
+            table1(spec, args.out_csv)
         elif args.command == "table2":
             from rfl.reporting.tables import table2
-            table2(io.read_json(args.spec), args.out_csv, args.runs)
+            table2(spec, args.out_csv, args.runs)
+        elif args.command == "heterogeneity":
+            from rfl.reporting.heterogeneity import heterogeneity
+            heterogeneity(spec, args.out_pdf, args.out_csv, args.runs)
         elif args.command == "reproduction":
             from rfl.reporting.reproduction import write_report
-            write_report(io.read_json(args.spec), args.out_md)
-    except ConfigError as exc:
+            write_report(spec, args.out_md)
+    except (ConfigError, SpecError) as exc:
         print(f"rfl: error: {exc}", file=sys.stderr)
         return 2
     except (DataUnavailableError, ChecksumMismatchError) as exc:
-        print(f"rfl: error: {exc}", file=sys.stderr)
+        print(f"rfl: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 1
     return 0
 

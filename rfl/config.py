@@ -17,10 +17,12 @@ from pathlib import Path
 import jsonschema
 import yaml
 
+from rfl.manifolds import Manifold
 from rfl.problems import PROBLEMS
 
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "config" / "schema.yaml"
-FEDERATED_NAMES = ("rfedags", "rfedavg", "fedavg")
+FEDERATED_NAMES = ("rfedags", "rfedavg", "fedavg", "rfedsvrg", "rfedproj", "scafflsa")
+TANGENT_MEAN_NAMES = ("rfedavg", "rfedsvrg")
 CENTRALIZED_NAMES = ("rsd", "rcg", "rlbfgs")
 BASE_METRICS = ("excess_risk", "grad_norm", "dist_to_opt", "cost")
 
@@ -110,14 +112,24 @@ def _experiment_errors(config: dict) -> list[str]:
                     if key in m:
                         msgs.append(f"config key {_key(here + [key])}: {alg} is centralised and takes "
                                     f"no {key}; allowed only with {', '.join(FEDERATED_NAMES)}")
+            if "server_step" in m and alg != "rfedproj":
+                msgs.append(f"config key {_key(here + ['server_step'])}: only rfedproj takes a "
+                            f"server step; {alg} does not")
+            if alg == "rfedproj" and cls.manifold_class.project is Manifold.project:
+                msgs.append(f"config key {_key(here + ['algorithm'])}: 'rfedproj' needs a compact "
+                            f"embedded manifold with a Euclidean projection (sphere, stiefel); "
+                            f"{cls.manifold_class.name} has none")
             s = m.get("participation")
             if s is not None and s > len(sizes):
                 msgs.append(f"config key {_key(here + ['participation'])}: {s} is larger than the "
                             f"number of agents S={len(sizes)}; allowed: 1..{len(sizes)}")
-            if alg == "rfedavg" and not cls.manifold_class.HAS_LOG:
-                msgs.append(f"config key {_key(here + ['algorithm'])}: 'rfedavg' aggregates by the "
-                            f"tangent mean, which needs a closed-form Log; {cls.manifold_class.name} "
-                            f"has none; allowed here: rfedags, {', '.join(CENTRALIZED_NAMES)}")
+            retraction = exp.get("geometry", {}).get("retraction")
+            if alg in TANGENT_MEAN_NAMES and not cls.manifold_class.has_tangent_mean(retraction):
+                msgs.append(f"config key {_key(here + ['algorithm'])}: {alg!r} aggregates by the "
+                            f"tangent mean, which needs a closed-form Log or an inverse retraction; "
+                            f"{cls.manifold_class.name} with retraction "
+                            f"{retraction or cls.manifold_class.RETRACTIONS[0]!r} has neither; "
+                            f"allowed here: rfedags, {', '.join(CENTRALIZED_NAMES)}")
             if alg == "fedavg" and cls.manifold_class.name != "euclidean":
                 msgs.append(f"config key {_key(here + ['algorithm'])}: 'fedavg' needs a Euclidean "
                             f"problem, dataset {exp['dataset']!r} lives on {cls.manifold_class.name}; "
@@ -146,6 +158,10 @@ def _figure_and_table_errors(config: dict) -> list[str]:
             if metric not in allowed:
                 msgs.append(f"config key {_key(where + ['metrics', i])}: {metric!r} is not recorded "
                             f"for problem {problem!r}; allowed: {', '.join(allowed)}")
+    for label, ename in config.get("heterogeneity", {}).get("experiments", {}).items():
+        if ename not in exps:
+            msgs.append(f"config key heterogeneity.experiments.{label}: {ename!r} is not an "
+                        f"experiment; allowed: {', '.join(exps)}")
     tables = config.get("tables", {})
     for i, row in enumerate(tables.get("table1", {}).get("rows", [])):
         for key in ("fixed", "decaying"):
@@ -186,7 +202,10 @@ def validate(config: dict, schema_path: str | Path = SCHEMA_PATH) -> dict:
         ref.setdefault("starts", 1)
     for exp in config["experiments"].values():
         exp.setdefault("geometry", {})
+    if "heterogeneity" in config:
+        config["heterogeneity"].setdefault("tail", 0.2)
     for fig in config.get("figures", {}).values():
+        fig.setdefault("x", ["round"])
         fig.setdefault("metrics", ["excess_risk"])
         fig.setdefault("report_category", "Figures")
     return config
@@ -241,6 +260,8 @@ def expand_runs(config: dict) -> list[dict]:
                     if federated:
                         algorithm.update(K=K, batch_size=exp["batch_size"],
                                          participation=m.get("participation"))
+                        if "server_step" in m:
+                            algorithm["server_step"] = m["server_step"]
                     runs.append({
                         "experiment": ename,
                         "run_id": run_id(m["algorithm"], K, seed, m.get("participation")),

@@ -9,20 +9,44 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
+import secrets
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 
+def _create_temp(path: Path) -> str:
+    """Create an empty, hidden, uniquely named file beside ``path`` and return its name.
+
+    Unlike ``tempfile.mkstemp`` (always mode 0600), the file is created with mode 0666 and
+    the kernel applies the process umask (or the directory's default ACL), exactly as for a
+    file opened with ``open(path, "w")``: finished outputs get the usual permissions. No
+    umask is queried or changed, so this is safe in threaded processes.
+    """
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(100):
+        tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp{path.suffix}"
+        try:
+            fd = os.open(tmp, flags, 0o666)
+        except FileExistsError:
+            continue
+        os.close(fd)
+        return str(tmp)
+    raise FileExistsError(f"could not create a temporary file beside {path}")
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike):
-    """Yield a temporary path beside ``path``; rename it onto ``path`` on success only."""
+    """Yield a temporary path beside ``path``; rename it onto ``path`` on success only.
+
+    The temporary file is hidden (``.<name>.<random>.tmp<suffix>``), so a job killed before
+    the rename leaves no file under an output's name; the finished file has mode 0666 minus
+    the umask, like any file the process creates.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp" + path.suffix, dir=path.parent)
-    os.close(fd)
+    tmp = _create_temp(path)
     try:
         yield Path(tmp)
         os.replace(tmp, path)

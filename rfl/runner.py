@@ -129,8 +129,9 @@ def make_algorithm(spec: dict, problem):
     a = spec["algorithm"]
     if a["name"] in CENTRALIZED:
         return CENTRALIZED[a["name"]](problem)
+    options = {"server_step": a["server_step"]} if a.get("server_step") is not None else {}
     return FEDERATED[a["name"]](problem, make_step_size(spec["step"]), a["K"], a["batch_size"],
-                                a.get("participation"))
+                                a.get("participation"), **options)
 
 
 def execute(spec: dict, problem, x_star: np.ndarray, F_star: float) -> pd.DataFrame:

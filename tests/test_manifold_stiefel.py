@@ -273,3 +273,18 @@ def test_batched_equals_per_agent(rng, retraction, transport):
         looped = np.concatenate([f(slice(j, j + 1)) for j in range(S)])
         assert batched.shape == looped.shape, name
         close(batched, looped)
+
+
+def test_inverse_polar_retraction_inverts_the_retraction():
+    """R_X(R_X^{-1}(Y)) = Y, R_X^{-1}(R_X(V)) = V, and the result is tangent (Kaneko et al. 2013)."""
+    m = Stiefel(7, 3)
+    rng = np.random.default_rng(12)
+    x = m.random_point(rng, 4)
+    v = 0.6 * m.random_tangent(rng, x)
+    y = m.retraction(x, v)
+    w = m.tangent_log(x, y)
+    np.testing.assert_allclose(w, v, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(m.retraction(x, w), y, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(x.swapaxes(-1, -2) @ w + w.swapaxes(-1, -2) @ x, 0, atol=1e-12)
+    np.testing.assert_allclose(m.tangent_exp(x, w), y, rtol=0, atol=1e-12)
+    assert Stiefel.has_tangent_mean("polar") and not Stiefel.has_tangent_mean("qr")

@@ -8,12 +8,15 @@ from .centralized import RCG, RSD
 from .fedavg import FedAvg
 from .rfedags import RFedAGS
 from .rfedavg import RFedAvg
+from .rfedproj import RFedProj
+from .rfedsvrg import RFedSVRG
 from .rlbfgs import RLBFGS
 from .sampling import AgentSampler
 from .stepsize import STEP_RULES, Decaying, Fixed, make_step_size
 
-FEDERATED = {"rfedags": RFedAGS, "rfedavg": RFedAvg, "fedavg": FedAvg}
+FEDERATED = {"rfedags": RFedAGS, "rfedavg": RFedAvg, "fedavg": FedAvg, "rfedsvrg": RFedSVRG,
+             "rfedproj": RFedProj}
 CENTRALIZED = {"rsd": RSD, "rcg": RCG, "rlbfgs": RLBFGS}
 
 __all__ = ["AgentSampler", "CENTRALIZED", "Counters", "RCG", "RLBFGS", "RSD", "Decaying", "FEDERATED", "FedAvg", "FederatedAlgorithm",
-           "Fixed", "RFedAGS", "RFedAvg", "STEP_RULES", "make_step_size"]
+           "Fixed", "RFedAGS", "RFedAvg", "RFedProj", "RFedSVRG", "STEP_RULES", "make_step_size"]

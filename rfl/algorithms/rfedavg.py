@@ -26,5 +26,5 @@ class RFedAvg(FederatedAlgorithm):
             batch = sampler.batches(agents)
             x = m.retraction(x, -alpha * self.problem.minibatch_rgrad(x, agents, batch))
         w = sampler.weights(self.problem.local_sizes, agents)
-        direction = np.tensordot(w, m.log(x_server, x), axes=1)
-        return m.exp(x_t[None], direction[None])[0]
+        direction = np.tensordot(w, m.tangent_log(x_server, x), axes=1)
+        return m.tangent_exp(x_t[None], direction[None])[0]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import cfmspd, cpesph, mbcfsti, multitask, school
+from . import cfmspd, cpesph, kpca, mbcfsti, multitask, school
 
 
 def _multitask(rng, S, N, m, r, d_min=10, d_max=50, noise=1e-6, lam=None):
@@ -31,4 +31,5 @@ GENERATORS = {
     "mbcfsti": mbcfsti.generate,
     "multitask": _multitask,
     "school": _school,
+    "kpca": kpca.generate,
 }

@@ -105,6 +105,29 @@ class Manifold:
         """Exp_x^{-1}(y)."""
         raise NotImplementedError
 
+    # ---- tangent-mean aggregation (RFedAvg, RFedSVRG) -----------------------
+    @classmethod
+    def has_tangent_mean(cls, retraction: str | None = None) -> bool:
+        """Whether the tangent mean can be formed: a closed-form Log, or an inverse retraction."""
+        name = retraction or cls.RETRACTIONS[0]
+        return cls.HAS_LOG or hasattr(cls, f"inverse_retraction_{name}")
+
+    def tangent_log(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """Lift y to T_x M for the tangent mean: Exp_x^{-1}(y), or R_x^{-1}(y) where Log has no
+        closed form (Stiefel: the inverse of the polar retraction)."""
+        if self.HAS_LOG:
+            return self.log(x, y)
+        inverse = getattr(self, f"inverse_retraction_{self.retraction_name}", None)
+        if inverse is None:
+            raise NotImplementedError(
+                f"{self.name} has no closed-form Log and retraction {self.retraction_name!r} has no "
+                f"inverse here; the tangent mean (RFedAvg, RFedSVRG) cannot be formed")
+        return inverse(x, y)
+
+    def tangent_exp(self, x: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """The map back from the tangent mean: Exp_x(u), or R_x(u) paired with ``tangent_log``."""
+        return self.exp(x, u) if self.HAS_LOG else self.retraction(x, u)
+
     def dist(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """Riemannian distance for each agent: ``(S,)``."""
         return self.norm(x, self.log(x, y))
@@ -117,6 +140,13 @@ class Manifold:
     def transport_projection(self, x: np.ndarray, y: np.ndarray, u: np.ndarray) -> np.ndarray:
         """Projection transport P_{T_y M}(u) (embedded manifolds)."""
         return self.proj(y, u)
+
+    # ---- projection onto the manifold ------------------------------------
+    def project(self, x: np.ndarray) -> np.ndarray:
+        """Euclidean projection P_M of ambient points onto the manifold: ``(S, *point_shape)``."""
+        raise NotImplementedError(
+            f"{self.name} has no Euclidean projection; RFedProj needs a compact embedded "
+            f"submanifold (sphere, stiefel)")
 
     # ---- random objects ---------------------------------------------------
     def random_point(self, rng: np.random.Generator, n: int = 1) -> np.ndarray:

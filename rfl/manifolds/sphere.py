@@ -73,6 +73,10 @@ class Sphere(Manifold):
         eu = np.einsum("si,si->s", e, u)
         return u + _col((np.cos(theta) - 1.0) * eu) * e - _col(np.sin(theta) * eu) * x
 
+    def project(self, x):
+        """P_M(x) = x / ||x||, the nearest unit vector (unique for x != 0)."""
+        return x / _col(np.linalg.norm(x, axis=1))
+
     def random_point(self, rng, n=1):
         x = rng.standard_normal((n, self.n))
         return x / _col(np.linalg.norm(x, axis=1))

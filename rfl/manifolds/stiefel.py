@@ -114,6 +114,25 @@ class Stiefel(Manifold):
         """
         return y @ _skew(_t(x) @ u) + orth_complement(y) @ (_t(orth_complement(x)) @ u)
 
+    def inverse_retraction_polar(self, x, y):
+        """R_X^{-1}(Y) of the polar retraction (Kaneko, Fiori & Tanaka 2013): V = Y M - X, where
+        M (p x p, symmetric positive definite) solves the Lyapunov equation
+        (X^T Y) M + M (X^T Y)^T = 2 I_p, which is X^T V + V^T X = 0 for V = Y M - X.
+        x, y: (S, n, p) -> (S, n, p)."""
+        a = x.swapaxes(-1, -2) @ y                                   # (S, p, p)
+        p = self.p
+        basis = np.eye(p * p).reshape(p * p, p, p)                   # E_kl, row-major
+        images = a[:, None] @ basis[None] + basis[None] @ a.swapaxes(-1, -2)[:, None]
+        lyap = images.reshape(a.shape[0], p * p, p * p).swapaxes(-1, -2)   # columns: L(E_kl)
+        rhs = np.broadcast_to(2.0 * np.eye(p).reshape(p * p), (a.shape[0], p * p))
+        m = np.linalg.solve(lyap, rhs[..., None])[..., 0].reshape(-1, p, p)
+        return y @ m - x
+
+    def project(self, x):
+        """P_M(X) = U V^T from the thin SVD X = U Sigma V^T: the nearest point of St(p, n) in
+        the Frobenius norm (the orthonormal polar factor; unique when X has full rank p)."""
+        return _polar(x)
+
     def random_point(self, rng, n=1):
         return _qf(rng.standard_normal((n, self.n, self.p)))
 

@@ -9,11 +9,12 @@ be checked before any data exist.
 from .base import Problem
 from .cfmspd import CFMSPD
 from .cpesph import CPESph
+from .kpca import KPCA
 from .mbcfsti import MBCFSti
 from .multitask import MultitaskFeatures, SchoolMultitask
 
 PROBLEMS = {"cpesph": CPESph, "cfmspd": CFMSPD, "mbcfsti": MBCFSti,
-            "multitask": MultitaskFeatures, "school": SchoolMultitask}
+            "multitask": MultitaskFeatures, "school": SchoolMultitask, "kpca": KPCA}
 
-__all__ = ["Problem", "CFMSPD", "CPESph", "MBCFSti", "MultitaskFeatures", "SchoolMultitask",
+__all__ = ["Problem", "CFMSPD", "CPESph", "KPCA", "MBCFSti", "MultitaskFeatures", "SchoolMultitask",
            "PROBLEMS"]

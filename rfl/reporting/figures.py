@@ -21,10 +21,12 @@ from rfl import io  # noqa: E402
 LABELS = {"excess_risk": "excess risk $F(x_t) - F(x^*)$", "grad_norm": r"$\|\mathrm{grad}\,F(x_t)\|$",
           "dist_to_opt": r"dist$(x_t, x^*)$", "cost": "cost $F(x_t)$", "test_nmse": "test NMSE",
           "subspace_dist": r"dist$(\mathcal{U}_t, \mathcal{U}^*)$"}
-NAMES = {"rfedags": "RFedAGS", "rfedavg": "RFedAvg", "fedavg": "FedAvg", "rsd": "RSD",
+NAMES = {"rfedags": "RFedAGS", "rfedavg": "RFedAvg", "fedavg": "FedLSA (FedAvg)", "rsd": "RSD",
+         "rfedsvrg": "RFedSVRG", "rfedproj": "RFedProj", "scafflsa": "SCAFFLSA",
          "rcg": "RCG", "rlbfgs": "RLBFGS"}
 CENTRALIZED_COLORS = {"rsd": "tab:red", "rcg": "tab:orange", "rlbfgs": "tab:brown"}
-ORDER = ["rfedags", "rfedavg", "fedavg", "rsd", "rcg", "rlbfgs"]
+ORDER = ["rfedags", "rfedavg", "rfedsvrg", "rfedproj", "fedavg", "scafflsa", "rsd", "rcg", "rlbfgs"]
+OTHER_COLORS = {"rfedsvrg": "tab:purple", "rfedproj": "tab:cyan", "scafflsa": "tab:green"}
 FLOOR = 1e-16   # values below this (round-off) are drawn at the floor of a log axis
 LOG_METRICS = {"excess_risk", "grad_norm", "dist_to_opt", "subspace_dist"}
 
@@ -67,6 +69,8 @@ def _styles(keys) -> dict[tuple, dict]:
         alg, K, _ = key
         if alg in CENTRALIZED_COLORS:
             styles[key] = {"color": CENTRALIZED_COLORS[alg], "ls": ":"}
+        elif alg in OTHER_COLORS:
+            styles[key] = {"color": OTHER_COLORS[alg], "ls": "-."}
         elif alg == "rfedavg":
             styles[key] = {"color": cmap.get(K, "tab:gray"), "ls": "--"}
         else:
@@ -74,16 +78,32 @@ def _styles(keys) -> dict[tuple, dict]:
     return styles
 
 
+XLABELS = {"round": "round $t$ (outer iteration; iteration for centralised methods)",
+           "floats": "floats communicated (cumulative)", "grad_evals": "sample gradients evaluated"}
+
+
+def summarise_against(tables: list[pd.DataFrame], metric: str, x: str) -> pd.DataFrame:
+    """As ``summarise``, indexed by the seeds' median of column ``x`` at each round."""
+    stats = summarise(tables, metric)
+    xs = pd.concat([t.set_index("round")[x].rename(i) for i, t in enumerate(tables)], axis=1)
+    stats.index = xs.median(axis=1).reindex(stats.index).values
+    return stats
+
+
 def experiment_figure(spec: dict, tables, out_pdf) -> None:
-    """Draw each of ``spec['metrics']`` vs rounds for every method of the experiment; PDF + PNG."""
-    metrics = spec.get("metrics", ["excess_risk"])
+    """Draw each of ``spec['metrics']`` against each of ``spec['x']`` (default: rounds) for every
+    method of the experiment, one panel per (metric, x); PDF + PNG. Against communicated floats,
+    centralised methods (which communicate nothing) are left out."""
+    panels = [(m, x) for m in spec.get("metrics", ["excess_risk"]) for x in spec.get("x", ["round"])]
     groups = load_runs(tables)
     styles = _styles(groups)
-    fig, axes = plt.subplots(1, len(metrics), figsize=(5.2 * len(metrics), 3.9), squeeze=False)
-    for ax, metric in zip(axes[0], metrics):
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 3.9), squeeze=False)
+    for ax, (metric, x) in zip(axes[0], panels):
         log = metric in LOG_METRICS
         for key, runs in groups.items():
-            stats = summarise(runs, metric)
+            if x == "floats" and key[0] in CENTRALIZED_COLORS:
+                continue
+            stats = summarise(runs, metric) if x == "round" else summarise_against(runs, metric, x)
             if log:
                 stats = stats.clip(lower=FLOOR)
             st = styles[key]
@@ -94,11 +114,13 @@ def experiment_figure(spec: dict, tables, out_pdf) -> None:
                 if (t["status"] == "diverged").any():
                     ok = t[t["status"] == "ok"]
                     if len(ok):
-                        ax.plot(ok["round"].iloc[-1], max(ok[metric].iloc[-1], FLOOR) if log
+                        ax.plot(ok[x].iloc[-1], max(ok[metric].iloc[-1], FLOOR) if log
                                 else ok[metric].iloc[-1], "x", color=st["color"], ms=8)
         if log:
             ax.set_yscale("log")
-        ax.set_xlabel("round $t$ (outer iteration; iteration for centralised methods)")
+        ax.set_xlabel(XLABELS[x])
+        if x != "round":
+            ax.set_xscale("symlog", linthresh=1.0)
         ax.set_ylabel(LABELS.get(metric, metric))
         ax.grid(True, which="major", alpha=0.3)
     n_seeds = max(len(r) for r in groups.values())

@@ -1,0 +1,108 @@
+"""KPCA: federated principal component analysis on the Stiefel manifold (Li & Ma 2022).
+
+f(X; z) = -1/2 (z^T X)(X^T z) = -1/2 ||X^T z||^2 on St(d, r) (points X: d x r, X^T X = I_r);
+agent i holds samples Z_i: (N, d) (rows z_ij, centred by the pooled mean, see
+``rfl.data.kpca``) and
+
+    f_i(X) = (1/N) sum_j f(X; z_ij) = -1/2 tr(X^T A_i X),   A_i = (1/N) Z_i^T Z_i,
+
+F(X) = sum_i w_i f_i(X) = -1/2 tr(X^T A X) with the pooled matrix A = sum_i w_i A_i (with
+global centring: the pooled covariance). Euclidean gradients: -A_i X, and for a mini-batch
+b of B samples -(1/B) Z_b^T Z_b X = -(1/B) Z_b^T (Z_b X) (computed in this order: O(B d r)).
+
+Optimum. With lambda_1 >= ... >= lambda_d the eigenvalues of A (eigenvectors v_1, ..., v_d),
+min over St(d, r) of -1/2 tr(X^T A X) is F* = -1/2 (lambda_1 + ... + lambda_r) (Ky Fan),
+attained at X* = [v_1, ..., v_r]. The cost is O(r)-invariant (F(X Q) = F(X) for Q in O(r)),
+so X* Q is optimal for every Q; when lambda_r > lambda_{r+1} the minimisers are exactly the
+orthonormal bases of span(v_1, ..., v_r). Hence ``distance_to_optimum`` is the Grassmann
+distance between the subspaces span(X) and span(X*): sqrt(sum_k theta_k^2) with
+theta_1, ..., theta_r the principal angles (0 <= theta_k <= pi/2), computed as
+arctan2(sin, cos) so that it stays accurate near 0. It is O(r)-invariant in both arguments.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rfl.data.kpca import n_per_agent_from
+from rfl.manifolds import Grassmann, Stiefel
+
+from .base import Problem
+
+
+class KPCA(Problem):
+    """Z: (S, N, d) agents' samples; r the number of principal components."""
+
+    name = "kpca"
+    manifold_class = Stiefel
+
+    @classmethod
+    def from_arrays(cls, arrays, params=None, **geometry):
+        """r is the dataset parameter when given, else ``arrays["r"]`` (written by the generator)."""
+        if params is not None and "r" in params:
+            r = int(params["r"])
+        elif "r" in arrays:
+            r = int(arrays["r"])
+        else:
+            raise KeyError("KPCA needs r: neither the dataset params nor the arrays carry 'r'")
+        return cls(arrays["Z"], r, labels=arrays.get("labels"), **geometry)
+
+    @staticmethod
+    def local_sizes_from(params: dict):
+        """(S,) local sizes implied by the dataset parameters (S, n_per_agent or its default)."""
+        return [n_per_agent_from(params)] * int(params["S"])
+
+    def __init__(self, Z: np.ndarray, r: int, labels: np.ndarray | None = None,
+                 retraction: str | None = None, transport: str | None = None):
+        self.Z = np.asarray(Z, dtype=float)
+        if self.Z.ndim != 3:
+            raise ValueError(f"Z must have shape (S, N, d), got {self.Z.shape}")
+        S, N, d = self.Z.shape
+        self.d, self.r = d, int(r)
+        self.manifold = Stiefel(d, self.r, retraction=retraction, transport=transport)
+        self._grassmann = Grassmann(d, self.r)
+        self.labels = None if labels is None else np.asarray(labels)
+        self.local_sizes = np.full(S, N)
+        self.A_local = np.einsum("snk,snl->skl", self.Z, self.Z) / N       # (S, d, d): A_i
+        self.A_local = 0.5 * (self.A_local + self.A_local.swapaxes(-1, -2))
+        self.A_bar = np.einsum("s,skl->kl", self.weights, self.A_local)   # pooled A
+
+    def minibatch_egrad(self, x, agents, batch):
+        """-(1/B) Z_b^T Z_b X: x (s, d, r), batch (s, B) -> (s, d, r)."""
+        zb = self.Z[agents[:, None], batch]                                 # (s, B, d)
+        return -(zb.swapaxes(-1, -2) @ (zb @ x)) / batch.shape[1]
+
+    def local_egrad(self, x, agents):
+        return -(self.A_local[agents] @ x)
+
+    def local_cost(self, x, agents):
+        return -0.5 * np.einsum("sik,sij,sjk->s", x, self.A_local[agents], x)
+
+    def cost(self, x):
+        return float(-0.5 * np.einsum("ik,ij,jk->", x, self.A_bar, x))
+
+    def egrad(self, x):
+        return -(self.A_bar @ x)
+
+    def eigenvalues(self) -> np.ndarray:
+        """Eigenvalues of the pooled A in descending order: ``(d,)``."""
+        return np.linalg.eigvalsh(self.A_bar)[::-1]
+
+    def closed_form_optimum(self):
+        """X* = [v_1, ..., v_r], eigenvectors of the r largest eigenvalues of A (v_1 for the
+        largest); each column's sign makes its largest-|.| entry positive."""
+        _, v = np.linalg.eigh(self.A_bar)
+        x = v[:, ::-1][:, :self.r]
+        idx = np.argmax(np.abs(x), axis=0)
+        return np.ascontiguousarray(x * np.sign(x[idx, np.arange(self.r)]))
+
+    def optimal_value(self) -> float:
+        """F* = -1/2 (lambda_1 + ... + lambda_r), the r largest eigenvalues of A."""
+        return float(-0.5 * np.sum(self.eigenvalues()[:self.r]))
+
+    def distance_to_optimum(self, x, x_star):
+        """Grassmann (principal-angle) distance between span(x) and span(x_star):
+        sqrt(sum_k theta_k^2). The minimisers form the set {X* Q : Q in O(r)} (a single
+        subspace when lambda_r > lambda_{r+1}), so this is the distance to that set measured
+        on Gr(d, r); it is 0 exactly when span(x) = span(x_star)."""
+        return float(self._grassmann.dist(np.asarray(x)[None], np.asarray(x_star)[None])[0])

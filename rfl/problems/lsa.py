@@ -1,0 +1,168 @@
+"""Federated linear stochastic approximation: federated TD(0) (Mangold et al., SCAFFLSA).
+
+Agent c holds an LSA problem A_bar_c theta = b_bar_c, known only through an
+oracle A(Z), b(Z) with E[A(Z)] = A_bar_c, E[b(Z)] = b_bar_c (slides "Federated
+LSA"); the federated target theta* solves A_bar theta = b_bar, A_bar = sum_c p_c
+A_bar_c, b_bar = sum_c p_c b_bar_c (p_c = 1/N with the equal pool sizes of
+``rfl.data.garnet``). Here the oracle is TD(0) with linear features on agent c's
+MDP (``rfl.data.garnet``): Z = (s, s'), s ~ mu_c, s' ~ P_{c,pi}(s, .),
+
+    A(Z) = phi(s) (phi(s) - gamma phi(s'))^T,      b(Z) = r_c(s) phi(s).
+
+The LSA field. ``minibatch_egrad`` returns the mini-batch mean of the field
+A(Z) theta - b(Z) = -delta(Z; theta) phi(s), delta the TD error
+r_c(s) + gamma phi(s')^T theta - phi(s)^T theta. It is *not* the gradient of any
+cost (A_bar_c is not symmetric); it sits where the framework expects a
+gradient, so that a gradient step theta - eta (A(Z) theta - b(Z)) is the LSA /
+TD(0) step, and ``rfl.algorithms.fedavg.FedAvg`` on this problem *is* FedLSA
+(slides "FedLSA Algorithm": H local LSA steps, then averaging).
+``local_egrad`` and ``egrad`` are the mean fields A_bar_c theta - b_bar_c and
+A_bar theta - b_bar, so a run's ``grad_norm`` column is the mean-field residual
+||A_bar theta - b_bar||, zero exactly at theta*. Centralised solvers with a
+line search on ``cost`` (RCG, RLBFGS) do not apply.
+
+Cost. cost(theta) = ||theta - theta*||^2, so F* = 0 and a run's ``excess_risk``
+column is the squared error ||theta_t - theta*||^2 that Mangold et al. plot
+(its mean over seeds estimates E||theta_t - theta*||^2).
+
+Oracles. ``oracle="pool"`` (default): the sample index j of a mini-batch picks
+transition (states[c, j], next_states[c, j]) of agent c's pre-drawn pool (a
+systematic sample of the law of Z, see ``rfl.data.garnet``), so the run's
+``AgentSampler`` (seeded by the run stream) supplies the randomness and the
+framework's determinism and draw-for-draw reference loops carry over unchanged;
+local_sizes = pool size. ``oracle="exact"``: A(Z) = A_bar_c, b(Z) = b_bar_c
+whatever the batch (deterministic LSA), for fixed-point identities.
+
+Exact quantities (mu_c, A_bar_c, b_bar_c, theta*_c, theta*) are recomputed here
+from the MDP in closed form (``rfl.data.garnet.td_moments``), never from the pool.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rfl.data.garnet import DEFAULT_POOL, policy_chain, stationary_distribution, td_moments
+from rfl.manifolds import Euclidean
+
+from .base import Problem
+
+
+class FederatedLSA(Problem):
+    """Federated TD(0) on N agents' MDPs with shared policy and features.
+
+    phi: (nS, d) features; P: (N, nS, nA, nS), R: (N, nS, nA) agents' MDPs;
+    policy: (nS,) deterministic; gamma: discount; states, next_states: (N, n_pool)
+    transition pools; oracle: "pool" or "exact".
+    """
+
+    name = "lsa"
+    manifold_class = Euclidean
+    ORACLES = ("pool", "exact")
+
+    @classmethod
+    def from_arrays(cls, arrays, params=None, oracle: str = "pool", **geometry):
+        return cls(arrays["phi"], arrays["P"], arrays["R"], arrays["policy"], float(arrays["gamma"]),
+                   arrays["states"], arrays["next_states"], oracle=oracle, **geometry)
+
+    @staticmethod
+    def local_sizes_from(params: dict):
+        """(N,) local sizes implied by the dataset parameters: the pool size of every agent."""
+        return [int(params.get("pool", DEFAULT_POOL))] * int(params["n_agents"])
+
+    def __init__(self, phi, P, R, policy, gamma: float, states, next_states, oracle: str = "pool",
+                 retraction: str | None = None, transport: str | None = None):
+        if oracle not in self.ORACLES:
+            raise ValueError(f"oracle must be one of {self.ORACLES}, got {oracle!r}")
+        self.phi = np.asarray(phi, dtype=float)                        # (nS, d)
+        self.policy = np.asarray(policy, dtype=int)
+        self.gamma = float(gamma)
+        self.oracle = oracle
+        self.states = np.asarray(states, dtype=np.int64)               # (N, n_pool)
+        self.next_states = np.asarray(next_states, dtype=np.int64)
+        N, n_pool = self.states.shape
+        d = self.phi.shape[1]
+        self.manifold = Euclidean(d, retraction=retraction, transport=transport)
+        self.local_sizes = np.full(N, n_pool)
+
+        self.P_pi, self.r_pi = policy_chain(np.asarray(P, dtype=float), np.asarray(R, dtype=float),
+                                            self.policy)               # (N, nS, nS), (N, nS)
+        self.mu = np.stack([stationary_distribution(self.P_pi[c]) for c in range(N)])
+        self.A_bar_local, self.b_bar_local = td_moments(self.phi, self.P_pi, self.r_pi, self.mu,
+                                                        self.gamma)    # (N, d, d), (N, d)
+        self.theta_star_local = np.linalg.solve(self.A_bar_local, self.b_bar_local[..., None])[..., 0]
+        self.A_bar = np.einsum("c,cij->ij", self.weights, self.A_bar_local)
+        self.b_bar = self.weights @ self.b_bar_local
+        self.theta_star = np.linalg.solve(self.A_bar, self.b_bar)
+
+    # ---- the oracle ---------------------------------------------------------
+    def transitions(self, agents: np.ndarray, batch: np.ndarray):
+        """Pool transitions (s, s') and rewards r_c(s) of a mini-batch: each ``(s, B)``."""
+        s = self.states[agents[:, None], batch]
+        s_next = self.next_states[agents[:, None], batch]
+        return s, s_next, self.r_pi[agents[:, None], s]
+
+    def minibatch_egrad(self, x, agents, batch):
+        """LSA field (1/B) sum_b A(Z_b) x_j - b(Z_b) for each agent row: x (s, d), batch (s, B) -> (s, d).
+
+        A(Z) x - b(Z) = phi(s) [(phi(s) - gamma phi(s'))^T x - r(s)]; not a gradient (module docstring).
+        With ``oracle="exact"``: A_bar_c x - b_bar_c, whatever the batch.
+        """
+        if self.oracle == "exact":
+            return self.local_egrad(x, agents)
+        s, s_next, r = self.transitions(agents, batch)
+        f, f_next = self.phi[s], self.phi[s_next]                     # (s, B, d)
+        neg_td = np.einsum("sbd,sd->sb", f - self.gamma * f_next, x) - r
+        return np.einsum("sb,sbd->sd", neg_td, f) / batch.shape[1]
+
+    def local_egrad(self, x, agents):
+        """Mean field A_bar_c x_c - b_bar_c: ``(s, d)``."""
+        return np.einsum("sij,sj->si", self.A_bar_local[agents], x) - self.b_bar_local[agents]
+
+    def local_cost(self, x, agents):
+        """||x_c - theta*_c||^2, agent c's squared error to its own TD fixed point: ``(s,)``."""
+        return ((x - self.theta_star_local[agents]) ** 2).sum(axis=-1)
+
+    def pool_moments(self) -> tuple[np.ndarray, np.ndarray]:
+        """Empirical means of A(Z), b(Z) over each agent's pool: ``(N, d, d)``, ``(N, d)``."""
+        f, f_next = self.phi[self.states], self.phi[self.next_states]           # (N, n_pool, d)
+        r = np.take_along_axis(self.r_pi, self.states, axis=1)
+        n = self.states.shape[1]
+        A = np.einsum("cni,cnj->cij", f, f - self.gamma * f_next) / n
+        b = np.einsum("cn,cni->ci", r, f) / n
+        return A, b
+
+    # ---- global -------------------------------------------------------------
+    def cost(self, x):
+        """||x - theta*||^2 (F* = 0): the squared error of Mangold et al.'s plots."""
+        return float(((x - self.theta_star) ** 2).sum())
+
+    def egrad(self, x):
+        """Mean field A_bar x - b_bar (not the gradient of ``cost``; module docstring)."""
+        return self.A_bar @ x - self.b_bar
+
+    def closed_form_optimum(self):
+        """theta* = A_bar^{-1} b_bar."""
+        return self.theta_star.copy()
+
+    def distance_to_optimum(self, x, x_star):
+        return float(np.linalg.norm(x - x_star))
+
+    # ---- FedLSA bias ------------------------------------------------------------
+    def fedlsa_bias(self, eta: float, H: int) -> tuple[np.ndarray, float]:
+        """Predicted FedLSA bias theta_inf - theta* and its squared norm (slides "Analysis of FedLSA").
+
+        bias = [sum_c p_c (I - Gamma_c)]^{-1} sum_c p_c (I - Gamma_c)(theta*_c - theta*),
+        Gamma_c = (I - eta A_bar_c)^H: with full participation, FedLSA's expected
+        iterate follows theta <- sum_c p_c [Gamma_c theta + (I - Gamma_c) theta*_c]
+        (E over a round's independent draws of the H-step product is Gamma_c), whose
+        fixed point minus theta* is ``bias``. Mangold et al. state it with equal weights
+        p_c = 1/N (this module's pools are equal-sized); unequal weights make the
+        means weighted means, as in FedAvg's aggregation.
+        """
+        d = self.phi.shape[1]
+        I = np.eye(d)
+        Gamma = np.stack([np.linalg.matrix_power(I - eta * A, int(H)) for A in self.A_bar_local])
+        M = I - Gamma                                                              # (N, d, d)
+        rhs = np.einsum("c,cij,cj->i", self.weights, M, self.theta_star_local - self.theta_star)
+        bias = np.linalg.solve(np.einsum("c,cij->ij", self.weights, M), rhs)
+        return bias, float(bias @ bias)

@@ -1,0 +1,85 @@
+"""RFedAGS beyond i.i.d. full participation: the stationary excess risk (client drift).
+
+For each run, the stationary excess risk is the mean of F(x_t) - F(x*) over the last
+``tail`` fraction of its rounds; the table gives its mean and standard deviation over
+seeds, per problem, method, K and participation fraction s/S, and the figure draws it
+against K. Reads result files only.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from rfl import io  # noqa: E402
+
+from .figures import NAMES, meta_path  # noqa: E402
+from .tables import write_markdown  # noqa: E402
+
+
+def stationary(table: pd.DataFrame, tail: float) -> float:
+    ok = table[table["status"] == "ok"]
+    if len(ok) < len(table) or (table["status"] == "diverged").any():
+        return np.nan
+    n = max(1, int(round(tail * (len(ok) - 1))))
+    return float(ok["excess_risk"].iloc[-n:].mean())
+
+
+def collect(spec: dict, tables) -> pd.DataFrame:
+    rows = []
+    for path in tables:
+        meta = io.read_json(meta_path(path))
+        sp = meta["spec"]
+        label = spec["experiments_by_name"].get(sp["experiment"])
+        if label is None:
+            continue
+        a = sp["algorithm"]
+        S = sp["dataset"]["params"]["S"]
+        s = a.get("participation") or S
+        rows.append({"problem": label, "method": NAMES.get(a["name"], a["name"]), "K": a["K"],
+                     "participation": s / S, "seed": sp["seed"],
+                     "stationary_excess_risk": stationary(io.read_table(path), spec["tail"]),
+                     "status": meta["status"]})
+    return pd.DataFrame(rows)
+
+
+def heterogeneity(spec: dict, out_pdf, out_csv, tables) -> pd.DataFrame:
+    runs = collect(spec, tables)
+    agg = (runs.groupby(["problem", "method", "participation", "K"])
+           .agg(mean=("stationary_excess_risk", "mean"), std=("stationary_excess_risk", "std"),
+                seeds=("seed", "count"), diverged=("status", lambda s: int((s != "ok").sum())))
+           .reset_index())
+    io.write_table(out_csv, agg)
+    show = agg.copy()
+    show["s/S"] = show.pop("participation").map(lambda v: f"{v:g}")
+    show = show[["problem", "method", "s/S", "K", "mean", "std", "seeds", "diverged"]]
+    write_markdown(Path(out_csv).with_suffix(".md"), show)
+
+    problems = list(dict.fromkeys(spec["experiments_by_name"].values()))
+    fig, axes = plt.subplots(1, len(problems), figsize=(5.2 * len(problems), 3.9), squeeze=False)
+    for ax, problem in zip(axes[0], problems):
+        sub = agg[agg["problem"] == problem]
+        for (method, part), g in sub.groupby(["method", "participation"]):
+            g = g.sort_values("K")
+            style = "-" if method == "RFedAGS" else "--"
+            ax.errorbar(g["K"], g["mean"], yerr=g["std"].fillna(0), fmt="o" + style, ms=4, capsize=2,
+                        label=f"{method}, s/S={part:g}")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("local steps K")
+        ax.set_ylabel(f"stationary excess risk (mean of last {spec['tail']:.0%} of rounds)")
+        ax.set_title(f"{problem}, heterogeneous agents", fontsize=9)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    for path in (Path(out_pdf), Path(out_pdf).with_suffix(".png")):
+        with io.atomic_path(path) as tmp:
+            fig.savefig(tmp, format=path.suffix[1:], dpi=150)
+    plt.close(fig)
+    return agg
