@@ -38,16 +38,17 @@ dropped.
 
 from __future__ import annotations
 
+import atexit
 import copy
 import json
 import math
 import os
 import re
+import shutil
 import tempfile
 from collections import Counter
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -343,6 +344,7 @@ class _Data:
 
     def __init__(self):
         self.dir = Path(tempfile.mkdtemp(prefix="rfl-property-"))
+        atexit.register(shutil.rmtree, self.dir, ignore_errors=True)
         self.cache: dict[str, tuple[Path, Path]] = {}
         self._raw = None
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .base import Manifold
-from .stiefel import _polar, _qf, orth_complement
+from .stiefel import _polar, _qf, complement_transport
 
 
 def _t(a: np.ndarray) -> np.ndarray:
@@ -78,9 +78,11 @@ class Grassmann(Manifold):
         """Isometric transport by parallelization on the horizontal space
         (Huang-Absil-Gallivan 2018; Appendix E, T(xi) = B_Y B_X^dagger xi):
 
-        T(X_perp K) = Y_perp K, i.e. T(xi) = Y_perp X_perp^T xi.
+        T(X_perp K) = Y_perp K, i.e. T(xi) = Y_perp X_perp^T xi, with Y_perp the basis of
+        span(Y)^perp closest to X_perp (``stiefel.complement_transport``): isometric on the
+        horizontal space, exactly the identity at Y = X, and continuous in (X, Y).
         """
-        return orth_complement(y) @ (_t(orth_complement(x)) @ u)
+        return complement_transport(x, y, u - x @ (_t(x) @ u))
 
     def random_point(self, rng, n=1):
         return _qf(rng.standard_normal((n, self.m, self.r)))

@@ -39,14 +39,28 @@ def _qf(a: np.ndarray) -> np.ndarray:
     return q * s[..., None, :]
 
 
-def orth_complement(x: np.ndarray) -> np.ndarray:
-    """X_perp: the trailing n - p columns of the full Householder QR of X.
+def complement_transport(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Y_perp X_perp^T w, with Y_perp the orthonormal basis of span(Y)^perp closest to X_perp.
 
-    ``x: (..., n, p) -> (..., n, n - p)``; a deterministic function of X, so
-    transports built on it compose consistently.
+    x, y: (..., n, p) orthonormal; w: (..., n, k) with X^T w = 0. Y_perp is the polar factor of
+    (I - Y Y^T) X_perp, so the map does not depend on which basis X_perp is used, is exactly
+    the identity when Y = X, is continuous in Y, and is an isometry from span(X)^perp onto
+    span(Y)^perp (Y_perp X_perp^T is a partial isometry). In thin form: with the thin SVD
+    (I - X X^T) Y = Z diag(s) V^T (s: sines of the principal angles between X and Y),
+    X_perp (I - W W^T)^{-1/2} X_perp^T = (I - X X^T) + Z diag((1 - s^2)^{-1/2} - 1) Z^T, so
+
+        Y_perp X_perp^T w = (I - Y Y^T) (w + Z diag((1 - s^2)^{-1/2} - 1) Z^T w).
+
+    A basis from a Householder QR of each point (Y_perp = trailing columns of qr(Y)) would
+    also give an isometry, but it jumps wherever a Householder pivot changes sign, so two
+    nearby points can get a transport far from the identity (measured: 0.3-0.8 errors for
+    steps of 1e-2 on 0.3-0.6% of random pairs), which corrupts a sum of transported vectors.
     """
-    q, _ = np.linalg.qr(x, mode="complete")
-    return q[..., :, x.shape[-1]:]
+    ytil = y - x @ (_t(x) @ y)
+    z, s, _ = np.linalg.svd(ytil, full_matrices=False)
+    d = 1.0 / np.sqrt(np.clip(1.0 - s**2, np.finfo(float).tiny, None)) - 1.0
+    w = w + z @ (d[..., :, None] * (_t(z) @ w))
+    return w - y @ (_t(y) @ w)
 
 
 class Stiefel(Manifold):
@@ -110,9 +124,14 @@ class Stiefel(Manifold):
         Appendix E, T(V) = B_Y B_X^dagger V):
 
         T(X Omega + X_perp K) = Y Omega + Y_perp K, i.e.
-        T(V) = Y skew(X^T V) + Y_perp (X_perp^T V)  (= Y X^T V + Y_perp X_perp^T V on T_X St).
+        T(V) = Y skew(X^T V) + Y_perp (X_perp^T V)  (= Y X^T V + Y_perp X_perp^T V on T_X St),
+
+        with the bases B_X, B_Y of the tangent spaces built from X_perp and the basis Y_perp of
+        span(Y)^perp closest to it (see ``complement_transport``): isometric, exactly the
+        identity at Y = X, and continuous in (X, Y).
         """
-        return y @ _skew(_t(x) @ u) + orth_complement(y) @ (_t(orth_complement(x)) @ u)
+        normal = u - x @ (_t(x) @ u)
+        return y @ _skew(_t(x) @ u) + complement_transport(x, y, normal)
 
     def inverse_retraction_polar(self, x, y):
         """R_X^{-1}(Y) of the polar retraction (Kaneko, Fiori & Tanaka 2013): V = Y M - X, where

@@ -54,9 +54,21 @@ def load_runs(tables) -> dict[tuple, list[pd.DataFrame]]:
                                                        kv[0][2] or 0)))
 
 
+def _column(t: pd.DataFrame, metric: str, index) -> pd.Series:
+    """One run's ``metric`` on the common round index. A run that stopped early because it
+    converged (a centralised solver at its tolerance) keeps its last value: its iterate no
+    longer moves. A diverged run is not extended past its last finite row."""
+    col = t.set_index("round")[metric].reindex(index)
+    if not (t["status"] == "diverged").any():
+        col = col.ffill()
+    return col
+
+
 def summarise(tables: list[pd.DataFrame], metric: str) -> pd.DataFrame:
-    """Per round: median, min and max of ``metric`` over the seeds that reached it."""
-    wide = pd.concat([t.set_index("round")[metric].rename(i) for i, t in enumerate(tables)], axis=1)
+    """Per round: median, min and max of ``metric`` over the seeds (converged runs held at their
+    last value, diverged runs only up to divergence)."""
+    index = sorted(set().union(*(t["round"] for t in tables)))
+    wide = pd.concat([_column(t, metric, index).rename(i) for i, t in enumerate(tables)], axis=1)
     return pd.DataFrame({"median": wide.median(axis=1), "low": wide.min(axis=1),
                          "high": wide.max(axis=1), "n": wide.notna().sum(axis=1)})
 
@@ -85,7 +97,7 @@ XLABELS = {"round": "round $t$ (outer iteration; iteration for centralised metho
 def summarise_against(tables: list[pd.DataFrame], metric: str, x: str) -> pd.DataFrame:
     """As ``summarise``, indexed by the seeds' median of column ``x`` at each round."""
     stats = summarise(tables, metric)
-    xs = pd.concat([t.set_index("round")[x].rename(i) for i, t in enumerate(tables)], axis=1)
+    xs = pd.concat([_column(t, x, stats.index).rename(i) for i, t in enumerate(tables)], axis=1)
     stats.index = xs.median(axis=1).reindex(stats.index).values
     return stats
 
@@ -120,7 +132,8 @@ def experiment_figure(spec: dict, tables, out_pdf) -> None:
             ax.set_yscale("log")
         ax.set_xlabel(XLABELS[x])
         if x != "round":
-            ax.set_xscale("symlog", linthresh=1.0)
+            ax.set_xscale("symlog", linthresh=1e3)
+            ax.set_xlim(left=0)
         ax.set_ylabel(LABELS.get(metric, metric))
         ax.grid(True, which="major", alpha=0.3)
     n_seeds = max(len(r) for r in groups.values())
