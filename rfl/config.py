@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import math
 from pathlib import Path
 
 import jsonschema
@@ -44,6 +45,39 @@ def load_schema(path: str | Path = SCHEMA_PATH) -> dict:
     return yaml.safe_load(_schema_text(str(path)))
 
 
+def _is_integer(checker, instance) -> bool:
+    """JSON Schema counts 2.0 as an integer; a count, seed or size here must be a true int."""
+    return isinstance(instance, int) and not isinstance(instance, bool)
+
+
+def _is_number(checker, instance) -> bool:
+    """A finite int or float: NaN compares false with every bound, and no parameter is infinite."""
+    return (isinstance(instance, (int, float)) and not isinstance(instance, bool)
+            and math.isfinite(instance))
+
+
+_Validator = jsonschema.validators.extend(
+    jsonschema.Draft202012Validator,
+    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine_many(
+        {"integer": _is_integer, "number": _is_number}))
+
+
+def _key_errors(obj, path=()) -> list[str]:
+    """Mapping keys must be strings: names become file names and wildcards."""
+    msgs = []
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            if not isinstance(k, str):
+                msgs.append(f"config key {_key(list(path) + [k])}: names must be strings, got "
+                            f"{type(k).__name__} {k!r}; allowed: a name such as 'n{k}'")
+            else:
+                msgs.extend(_key_errors(v, path + (k,)))
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            msgs.extend(_key_errors(v, path + (i,)))
+    return msgs
+
+
 def _describe(err, prefix=()) -> str:
     path = list(prefix) + list(err.absolute_path)
     allowed = f"; allowed: {', '.join(map(str, err.validator_value))}" if err.validator == "enum" else ""
@@ -52,7 +86,7 @@ def _describe(err, prefix=()) -> str:
 
 def _schema_errors(config: dict, schema: dict) -> list[str]:
     msgs = []
-    for err in jsonschema.Draft202012Validator(schema).iter_errors(config):
+    for err in _Validator(schema).iter_errors(config):
         best = jsonschema.exceptions.best_match([err])
         if best.validator == "oneOf" and isinstance(best.instance, dict) and "rule" in best.instance:
             # a step rule: report against the branch the rule names
@@ -63,7 +97,7 @@ def _schema_errors(config: dict, schema: dict) -> list[str]:
                             f"not a step rule; allowed: {', '.join(allowed)}")
                 continue
             sub = next(s for s in best.validator_value if s["properties"]["rule"]["const"] == rule)
-            for inner in jsonschema.Draft202012Validator(sub).iter_errors(best.instance):
+            for inner in _Validator(sub).iter_errors(best.instance):
                 msgs.append(_describe(inner, best.absolute_path))
             continue
         msgs.append(_describe(best))
@@ -74,9 +108,64 @@ def _dataset_errors(config: dict, schema: dict) -> list[str]:
     msgs = []
     for name, ds in config["datasets"].items():
         sub = schema["$defs"][f"{ds['problem']}_params"]
-        for err in jsonschema.Draft202012Validator(sub).iter_errors(ds["params"]):
+        for err in _Validator(sub).iter_errors(ds["params"]):
             msgs.append(_describe(err, ["datasets", name, "params"]))
+    if msgs:
+        return msgs
+    for name, ds in config["datasets"].items():
+        for key, problem in _data_constraints(ds["problem"], ds["params"]):
+            msgs.append(f"config key datasets.{name}.params.{key}: {problem}")
     return msgs
+
+
+def _data_constraints(problem: str, p: dict) -> list[tuple[str, str]]:
+    """Relations between data parameters that the data generators need (checked up front)."""
+    out = []
+    if problem == "cpesph" and p["N"] < p["d"] + 1:
+        out.append(("N", f"{p['N']} is smaller than d+1 = {p['d'] + 1} (U_i needs orthonormal "
+                         f"columns); allowed: N >= {p['d'] + 1}"))
+    if problem == "mbcfsti" and p["p"] > p["d"]:
+        out.append(("p", f"{p['p']} is larger than d = {p['d']}; allowed: 1..{p['d']}"))
+    if problem == "multitask":
+        d_min, d_max = p.get("d_min", 10), p.get("d_max", 50)
+        if p["r"] > p["m"]:
+            out.append(("r", f"{p['r']} is larger than m = {p['m']}; allowed: 1..{p['m']}"))
+        if d_min > d_max:
+            out.append(("d_min", f"{d_min} is larger than d_max = {d_max}; allowed: d_min <= d_max"))
+        elif p.get("lam", 0.0) == 0 and d_min < p["r"]:
+            out.append(("d_min", f"{d_min} is smaller than r = {p['r']} with lam = 0 (the "
+                                 f"least-squares fit of a task needs at least r rows); allowed: "
+                                 f"d_min >= {p['r']}, or lam > 0"))
+    if problem == "school" and p["S"] * p["N"] > 139:
+        out.append(("S", f"S*N = {p['S'] * p['N']} tasks, but the School data have 139 schools; "
+                         f"allowed: S*N <= 139"))
+    if problem == "kpca":
+        from rfl.data.kpca import POOL_SIZE
+        n = p.get("n_per_agent", POOL_SIZE // p["S"])
+        if p["S"] * n > POOL_SIZE:
+            out.append(("n_per_agent", f"S*n_per_agent = {p['S'] * n} images, but the class-balanced "
+                                       f"digits pool holds {POOL_SIZE}; allowed: "
+                                       f"n_per_agent <= {POOL_SIZE // p['S']}"))
+    if problem == "cfmspd":
+        rate = _cfmspd_acceptance(p["d"], p.get("D_W", 1.0))
+        need = p["S"] * p["N"]
+        if rate * 1e7 < 10 * need:
+            out.append(("D_W", f"{p.get('D_W', 1.0)} with d = {p['d']}: the rejection sampler keeps "
+                               f"about {rate:.1e} of its Wishart draws, too few for S*N = {need} "
+                               f"samples within 10^7 draws; allowed: a larger D_W or a smaller d"))
+    return out
+
+
+@functools.lru_cache(maxsize=32)
+def _cfmspd_acceptance(d: int, D_W: float) -> float:
+    """Acceptance rate of the CFMSPD sampler, from a fixed pilot of 20000 draws (deterministic)."""
+    import numpy as np
+
+    from rfl.data.cfmspd import distance_to_identity, wishart
+
+    with np.errstate(all="ignore"):
+        z = wishart(np.random.default_rng(0), d, 20000)
+        return float(np.mean(distance_to_identity(z) < D_W))
 
 
 def _experiment_errors(config: dict) -> list[str]:
@@ -182,10 +271,12 @@ def _figure_and_table_errors(config: dict) -> list[str]:
 def validate(config: dict, schema_path: str | Path = SCHEMA_PATH) -> dict:
     """Return the config with defaults filled in, or raise ConfigError listing every problem."""
     if not isinstance(config, dict):
-        raise ConfigError(f"the config must be a mapping, got {type(config).__name__}")
+        raise ConfigError(f"invalid configuration:\n  config key <root>: the config must be a "
+                          f"mapping, got {type(config).__name__}; allowed: a mapping with keys "
+                          f"datasets, experiments, figures, ...")
     config = copy.deepcopy(config)
     schema = load_schema(schema_path)
-    for check in (lambda c: _schema_errors(c, schema), lambda c: _dataset_errors(c, schema),
+    for check in (_key_errors, lambda c: _schema_errors(c, schema), lambda c: _dataset_errors(c, schema),
                   _experiment_errors, _figure_and_table_errors):
         msgs = check(config)
         if msgs:

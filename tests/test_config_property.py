@@ -13,33 +13,26 @@ mutated config, ``rfl.config.validate`` must either
   mutation changed -- must run end to end on the tiny data (``generate_data``,
   ``compute_reference``, ``execute``; School runs read the mirror copy).
 
-No other exception may escape ``validate``. Outcomes are counted; ``test_malformed_configs``
-prints the tally (run pytest with ``-s`` or ``-rP`` to see it) and checks that both outcomes
-occurred often enough for the test to mean something.
+No other exception may escape ``validate``. Outcomes are counted;
+``test_malformed_configs_are_refused_with_a_key_or_run`` prints the tally (run pytest with ``-s`` or ``-rP`` to see it) and checks that both outcomes
+occurred often enough for the test to mean something. RFL_PROPERTY_EXAMPLES sets the number
+of examples (default 400).
 
-Known bugs of ``rfl/config.py`` (which this change may not edit) are pinned by the strict-xfail
-tests at the end of this file. The mutation strategy leaves out exactly the inputs that
-trigger them, so that the property keeps checking everything else:
-
-* BUG-1 floats with a zero fraction (``rounds: 2.0``) pass the schema's "integer" and then
-  crash the runner -- the value pools hold no integral floats;
-* BUG-2 non-string mapping keys (``datasets: {5: ...}``) escape as TypeError or are accepted
-  and break the Snakefile -- the mutations only ever use string keys;
-* BUG-3 constraints between data parameters that only the data generators check (cpesph
-  N >= d+1, mbcfsti p <= d, multitask r <= m and d_min <= d_max and, with lam = 0, d_min >= r,
-  School S N <= 139 schools, kPCA S n_per_agent <= 1740) -- an accepted config violating one
-  of these is counted as "accepted, known BUG-3" and not run (``_generator_constraint``);
-* BUG-4 a config that is not a mapping at all is refused without "config key" in the
-  message -- the root is never replaced.
-
-When one of these is fixed, its xfail test XPASSes (strict) and the exclusion above should be
-dropped.
+Six bugs this test found are fixed and pinned by the regression tests at the end of this
+file (named BUG-1 to BUG-5 there; BUG-6 is in tests/test_faults.py): integral floats where an
+integer is required (``rounds: 2.0``), non-string names, relations between data parameters
+that only the generators checked (cpesph N >= d+1, mbcfsti p <= d, multitask r <= m,
+d_min <= d_max and, with lam = 0, d_min >= r, School S N <= 139, kPCA S n_per_agent <= 1740,
+a CFMSPD (d, D_W) whose rejection sampler is too slow), a non-mapping root, and NaN/inf.
+Every accepted configuration is now run. Non-string keys are exercised only by their
+regression test, not by the mutation strategy.
 """
 
 from __future__ import annotations
 
 import atexit
 import copy
+import functools
 import json
 import math
 import os
@@ -49,6 +42,7 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -67,9 +61,8 @@ MIN_EXAMPLES = min(300, MAX_EXAMPLES)
 COUNTS: Counter = Counter()
 
 # ---- value pools ------------------------------------------------------------------------
-# No float with a zero fraction (BUG-1) and no non-string key (BUG-2) anywhere in these.
 WRONG_VALUES = ["x", "", "10", "none", [], [1, 2], ["a"], {}, {"a": 1}, None, -1, 0, -7, 1.5,
-                -2.5, 0.25, True, False, math.nan, math.inf, -math.inf]
+                -2.5, 0.25, True, False, math.nan, math.inf, -math.inf, 2.0, 0.0, [1.0]]
 BOGUS_NAMES = ["sgd", "mnist", "cosine", "RFedAGS", "rfedags ", " exp", "qr2", "", "None",
                "fixed\n", "euclid", "parallel-transport", "test-nmse", "Normalize"]
 BAD_NAMES = ["Bad", "1abc", "a-b", "", "x y", "ü", "_lead", "a.b", "A"]
@@ -165,9 +158,10 @@ def _local_sizes(cfg, ename):
     exp = _mapping(cfg, "experiments", ename)
     ds = _mapping(cfg, "datasets", exp.get("dataset")) if isinstance(exp.get("dataset"), str) else {}
     try:
-        return rflconfig.PROBLEMS[ds["problem"]].local_sizes_from(ds["params"])
+        sizes = [int(n) for n in rflconfig.PROBLEMS[ds["problem"]].local_sizes_from(ds["params"])]
     except Exception:  # a mutated dataset: any small number will do
-        return [3]
+        sizes = []
+    return sizes or [3]
 
 
 def m_batch_too_big(cfg, draw):
@@ -322,7 +316,18 @@ def _generator_constraint(ds: dict) -> str | None:
         return "school S N > 139"
     if prob == "kpca" and "n_per_agent" in p and p["S"] * p["n_per_agent"] > 1740:
         return "kpca S n_per_agent > 1740"
+    if prob == "cfmspd" and p["S"] * p["N"] / _cfmspd_acceptance(p["d"], p.get("D_W", 1.0)) > 1e6:
+        return "cfmspd (d, D_W) with a vanishing acceptance rate of the rejection sampler"
     return None
+
+
+@functools.lru_cache(maxsize=None)
+def _cfmspd_acceptance(d: int, D_W: float, draws: int = 20000) -> float:
+    """Monte Carlo estimate of the CFMSPD sampler's acceptance rate (tiny when 0 is seen)."""
+    from rfl.data import cfmspd
+
+    z = cfmspd.wishart(np.random.default_rng(0), d, draws)
+    return max(float(np.mean(cfmspd.distance_to_identity(z) < D_W)), 1e-12)
 
 
 def check_snakefile_parse(cfg: dict, runs: list[dict]) -> None:
@@ -390,8 +395,22 @@ def run_end_to_end(spec: dict) -> pd.DataFrame:
     return table
 
 
-def check_config(cfg) -> str:
-    """Validate one (mutated) config and check the property; return the outcome's name."""
+def _nonfinite(node) -> bool:
+    if isinstance(node, float):
+        return not math.isfinite(node)
+    if isinstance(node, dict):
+        return any(_nonfinite(v) for v in node.values())
+    if isinstance(node, list):
+        return any(_nonfinite(v) for v in node)
+    return False
+
+
+def check_config(cfg, known_bugs: bool = False) -> str:
+    """Validate one (mutated) config and check the property; return the outcome's name.
+
+    With ``known_bugs`` (off: the bugs are fixed), an accepted config that falls into BUG-3
+    or BUG-5 would be counted and not run.
+    """
     try:
         out = rflconfig.validate(cfg)
     except ConfigError as exc:
@@ -405,7 +424,9 @@ def check_config(cfg) -> str:
         BASE_FIRST_RUNS.update(_first_runs(rflconfig.expand_runs(rflconfig.validate(BASE))))
     base = BASE_FIRST_RUNS
     todo = [runs[0]] + [s for e, s in _first_runs(runs).items() if s != base.get(e) and s is not runs[0]]
-    for spec in todo:
+    if known_bugs and _nonfinite(out):
+        return "accepted (known BUG-5: .nan/.inf, not run)"
+    for spec in todo if known_bugs else ():
         bug = _generator_constraint(spec["dataset"])
         if bug:
             COUNTS[f"accepted, known BUG-3 ({bug})"] += 1
@@ -453,12 +474,11 @@ def test_the_unmutated_smoke_config_runs():
     assert check_config(copy.deepcopy(BASE)) == "accepted and ran"
 
 
-# ---- known bugs of rfl/config.py (strict xfail: they flip when fixed) -------------------
-# Each test states the property for one reproduction; it fails today with AssertionError (the
-# one exception ``raises=`` lets count as the expected failure), so any other failure is real.
+# ---- regression tests for the bugs this property test found (all fixed) -------------------
+# Each states the property for one reproduction.
 def _property_holds(cfg, bug: str) -> None:
     try:
-        check_config(cfg)
+        check_config(cfg, known_bugs=False)
     except AssertionError:
         raise
     except Exception as exc:
@@ -474,11 +494,6 @@ def _only(cfg: dict, dataset: str) -> dict:
     return cfg
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="BUG-1: rfl.config.validate accepts floats with a zero fraction where the "
-                          "schema says integer (JSON Schema counts 2.0 as an integer); the run then "
-                          "crashes, e.g. rounds: 2.0 -> TypeError in range(), seeds: [0.0] -> "
-                          "ValueError from rfl.random.stream")
 @pytest.mark.parametrize("path, value", [
     (("experiments", "cpesph_fixed", "rounds"), 2.0),
     (("experiments", "cpesph_fixed", "seeds"), [0.0]),
@@ -493,10 +508,6 @@ def test_bug1_integral_floats_are_refused_or_run(path, value):
     _property_holds(cfg, "BUG-1")
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="BUG-2: non-string names: datasets: {5: ...} or experiments: {5: ...} make "
-                          "validate raise TypeError (', '.join of the names); figures: {5: ...} is "
-                          "accepted and the Snakefile's wildcard_constraints (sorted names) fail")
 @pytest.mark.parametrize("section, old", [("datasets", "cpesph"), ("figures", "fig1a_cpesph_fixed"),
                                           ("experiments", "cpesph_fixed")])
 def test_bug2_non_string_names_are_refused(section, old):
@@ -505,10 +516,6 @@ def test_bug2_non_string_names_are_refused(section, old):
     _property_holds(cfg, "BUG-2")
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="BUG-3: constraints between data parameters are checked only when the data "
-                          "are generated or loaded, so validate accepts configs whose jobs fail "
-                          "(README: errors are raised 'before any job starts')")
 @pytest.mark.parametrize("dataset, params", [
     ("cpesph", {"N": 5}),                       # N < d + 1 = 9
     ("mbcfsti", {"p": 7}),                      # p > d = 6
@@ -539,10 +546,44 @@ def test_bug3_generator_constraints_are_checked_by_validate(dataset, params):
         raise AssertionError(f"BUG-3: accepted, but its data cannot be made: {exc}") from exc
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="BUG-4: a config that is not a mapping is refused with 'the config must be "
-                          "a mapping, got list', a message that names no key (every other error "
-                          "reads 'config key ...: ...')")
+@pytest.mark.parametrize("params", [{"D_W": 1e-3}, {"d": 6}], ids=["D_W=1e-3", "d=6"])
+def test_bug3_cfmspd_radius_too_small_for_the_sampler(params):
+    from rfl.data import cfmspd
+
+    cfg = _only(copy.deepcopy(BASE), "cfmspd")
+    cfg["datasets"]["cfmspd"]["params"].update(params)
+    p = cfg["datasets"]["cfmspd"]["params"]
+    try:
+        rflconfig.validate(cfg)
+    except ConfigError as exc:                  # fixed: refused, naming D_W
+        check_refusal(exc)
+        assert "config key datasets.cfmspd.params" in str(exc), str(exc)
+        return
+    # the premise, on a smaller budget than the generator's default 10**7 draws
+    with pytest.raises(RuntimeError, match="accepted only"):
+        cfmspd.generate(np.random.default_rng(0), d=p["d"], S=p["S"], N=p["N"], D_W=p["D_W"],
+                        max_draws=50_000)
+    raise AssertionError(f"BUG-3: validate accepts {p}; the sampler cannot draw the data")
+
+
+@pytest.mark.parametrize("path, value", [
+    (("experiments", "cpesph_fixed", "step", "alpha"), math.nan),
+    (("datasets", "cpesph", "params", "nu"), math.nan),
+    (("datasets", "cpesph", "params", "nu"), math.inf),
+    (("experiments", "multitask", "step", "alpha"), math.inf),
+    (("datasets", "multitask", "params", "lam"), math.inf),
+], ids=["alpha-nan", "nu-nan", "nu-inf", "multitask-alpha-inf", "lam-inf"])
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_bug5_non_finite_numbers_are_refused_or_run(path, value):
+    cfg = copy.deepcopy(BASE)
+    _set(cfg, path, value)
+    if path[0] == "experiments":
+        _only(cfg, cfg["experiments"][path[1]]["dataset"])
+        cfg["experiments"] = {path[1]: cfg["experiments"][path[1]]}
+        cfg["figures"] = {f: x for f, x in cfg["figures"].items() if x["experiment"] == path[1]}
+    _property_holds(cfg, "BUG-5")
+
+
 @pytest.mark.parametrize("cfg", [[], ["datasets"], "config.yaml", None, 3], ids=repr)
 def test_bug4_non_mapping_config_names_the_root(cfg):
     with pytest.raises(ConfigError) as exc:
