@@ -170,16 +170,17 @@ def execute(spec: dict, problem, x_star: np.ndarray, F_star: float) -> pd.DataFr
 
 
 def run(spec: dict, data_npz, reference_npz, out_csv, out_meta) -> pd.DataFrame:
-    """Execute a run spec and write its table and metadata (atomically, table first)."""
+    """Execute a run spec and write its metadata, then its table (each atomically)."""
     start = time.time()
     problem = load_problem(spec["dataset"], data_npz, spec.get("geometry"))
     ref = io.read_arrays(reference_npz)
     table = execute(spec, problem, ref["x_star"], float(ref["F_star"]))
     status = "diverged" if (table["status"] == "diverged").any() else "ok"
-    # build the metadata (git and package queries) before writing anything, so that a kill
-    # can only fall between two renames, never leave a table without its metadata for long
-    meta = _metadata(spec, start, status, rounds_completed=int(table["round"].iloc[-1]),
-                     F_star=float(ref["F_star"]), reference_method=str(ref["method"]))
+    # the metadata first, the table (the result) last: a table never exists without its
+    # metadata; a kill in between leaves only metadata, an incomplete job that is rerun
+    io.write_json(out_meta, _metadata(spec, start, status,
+                                      rounds_completed=int(table["round"].iloc[-1]),
+                                      F_star=float(ref["F_star"]),
+                                      reference_method=str(ref["method"])))
     io.write_table(out_csv, table)
-    io.write_json(out_meta, meta)
     return table
