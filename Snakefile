@@ -9,6 +9,9 @@
 # config, written here at parse time only where their content changed, so a config edit
 # reruns exactly the jobs whose spec it changed.
 
+import math
+import re
+
 from snakemake.utils import validate
 
 from rfl import config as rflconfig
@@ -33,7 +36,13 @@ RUNS = {(r["experiment"], r["run_id"]): r for r in rflconfig.expand_runs(config)
 PAPER = io.read_yaml("config/paper_values.yaml")
 SCHOOL_RAW = config["school"]["cache_dir"].rstrip("/") + "/ILEA567.DAT"
 SPECS = OUT + "results/specs/"
-PIN = "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS={threads} MKL_NUM_THREADS={threads} "
+# Every job: BLAS threads pinned to the rule's threads (no oversubscription under --cores N),
+# and no progress lines in the logs.
+PIN = "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS={threads} MKL_NUM_THREADS={threads} RFL_PROGRESS=0 "
+# Resources (for cluster executors; locally only threads count): the light steps (specs,
+# data generation, figures, tables) need well under 1 GB and a few minutes for every
+# dataset of the paper; runs and reference optima scale with their data (see below).
+LIGHT = {"mem_mb": 1000, "runtime": 10}
 
 
 def _run_tables(experiment):
@@ -102,6 +111,7 @@ wildcard_constraints:
     experiment=_alternatives(EXPERIMENTS),
     figure=_alternatives(FIGURES),
     run="[A-Za-z0-9_]+",
+    setting="[A-Za-z0-9_]+",
 
 
 localrules: all
@@ -121,6 +131,7 @@ rule school_raw:
     input: SPECS + "school.json"
     output: SCHOOL_RAW
     threads: 1
+    resources: **LIGHT
     shell: PIN + "rfl fetch-school {input} {output}"
 
 
@@ -132,34 +143,74 @@ rule data:
     input: spec=SPECS + "datasets/{dataset}/{instance}.json", raw=_raw_inputs
     output: OUT + "results/data/{dataset}/{instance}.npz"
     threads: 1
+    resources: **LIGHT
     shell: PIN + "rfl data {input.spec} {output} {input.raw}"
+
+
+def _reference_runtime(wc, input):
+    """Minutes: 10 + the solver's budget (starts x iterations x ~5 passes over the data at
+    >= 200 MB/s); closed-form references take seconds."""
+    ref = config["datasets"][wc.dataset].get("reference", {})
+    passes = ref.get("starts", 1) * ref.get("max_iterations", 1000) * 5
+    return 10 + math.ceil(passes * input.size_mb / 200 / 60)
 
 
 rule reference:
     input: spec=SPECS + "datasets/{dataset}/{instance}.json", data=rules.data.output
     output: OUT + "results/reference/{dataset}/{instance}.npz"
     threads: 1
+    resources:
+        mem_mb=lambda wc, input: max(1000, math.ceil(4 * input.size_mb)),
+        runtime=_reference_runtime,
     shell: PIN + "rfl reference {input.spec} {input.data} {output}"
 
 
 # ---- runs -------------------------------------------------------------------------------
-def _instance_file(kind):
+# A setting is one (experiment, algorithm, K, participation); its seeds run in one job (one
+# Python start-up instead of one per seed), each still writing its own table and metadata.
+# One rule per experiment, because the seeds (the outputs of a job) differ per experiment.
+def _group(experiment, kind):
+    """Per-seed files of the setting {setting} of ``experiment``, in the experiment's seed order."""
     def f(wc):
-        ds = RUNS[(wc.experiment, wc.run)]["dataset"]
-        return f"{OUT}results/{kind}/{ds['name']}/{ds['instance']}.npz"
+        out = []
+        for seed in EXPERIMENTS[experiment]["seeds"]:
+            spec = RUNS[(experiment, f"{wc.setting}_seed{seed}")]
+            ds = spec["dataset"]
+            out.append(f"{SPECS}runs/{experiment}/{spec['run_id']}.json" if kind == "specs"
+                       else f"{OUT}results/{kind}/{ds['name']}/{ds['instance']}.npz")
+        return out
     return f
 
 
-rule run:
-    input:
-        spec=SPECS + "runs/{experiment}/{run}.json",
-        data=_instance_file("data"),
-        reference=_instance_file("reference"),
-    output:
-        table=OUT + "results/runs/{experiment}/{run}.csv",
-        meta=OUT + "results/runs/{experiment}/{run}.meta.json",
-    threads: 1
-    shell: PIN + "rfl run {input.spec} {input.data} {input.reference} {output.table} {output.meta}"
+def _run_resources(experiment):
+    """mem_mb: 3x one run's inputs (its data and reference; the job lists them once per
+    seed), at least 1 GB. runtime (minutes): 10 + the sample gradients the job evaluates at
+    most (seeds x rounds x K x B x agents) at a conservative 100 us each."""
+    exp = EXPERIMENTS[experiment]
+    seeds = len(exp["seeds"])
+    params = config["datasets"][exp["dataset"]]["params"]
+    K = max(k for m in exp["methods"] for k in (m.get("K") or [1]))
+    samples = seeds * exp["rounds"] * K * exp.get("batch_size", 1) * params.get("S", params.get("n_agents", 1))
+    return {"mem_mb": lambda wc, input: max(1000, math.ceil(3 * input.size_mb / seeds)),
+            "runtime": 10 + math.ceil(samples * 100e-6 / 60)}
+
+
+for _experiment in EXPERIMENTS:
+
+    rule:
+        name: f"run_{_experiment}"
+        input:
+            specs=_group(_experiment, "specs"),
+            data=_group(_experiment, "data"),
+            references=_group(_experiment, "reference"),
+        output:
+            tables=expand(OUT + "results/runs/" + _experiment + "/{{setting}}_seed{seed}.csv",
+                          seed=EXPERIMENTS[_experiment]["seeds"]),
+            metas=expand(OUT + "results/runs/" + _experiment + "/{{setting}}_seed{seed}.meta.json",
+                         seed=EXPERIMENTS[_experiment]["seeds"]),
+        threads: 1
+        resources: **_run_resources(_experiment)
+        shell: PIN + "rfl runs --specs {input.specs} --data {input.data} --references {input.references} --tables {output.tables} --metas {output.metas}"
 
 
 # ---- figures, tables and the reproduction report -----------------------------------------------
@@ -173,6 +224,7 @@ rule figure:
                    labels=lambda wc: {"figure": wc.figure, "title": FIGURES[wc.figure]["title"]}),
         png=OUT + "figures/{figure}.png",
     threads: 1
+    resources: **LIGHT
     shell: PIN + "rfl figure {input.spec} {output.pdf} {input.runs}"
 
 
@@ -180,6 +232,7 @@ rule table1:
     input: SPECS + "tables/table1.json"
     output: expand(OUT + "paper_tables/table1_parameters.{ext}", ext=["csv", "md", "tex"])
     threads: 1
+    resources: **LIGHT
     shell: PIN + "rfl table1 {input} {output[0]}"
 
 
@@ -189,6 +242,7 @@ rule table2:
         runs=[t for e in TABLES.get("table2", {}).get("experiments", {}).values() for t in _run_tables(e)],
     output: expand(OUT + "paper_tables/table2_school_nmse.{ext}", ext=["csv", "md", "tex"])
     threads: 1
+    resources: **LIGHT
     shell: PIN + "rfl table2 {input.spec} {output[0]} {input.runs}"
 
 
@@ -202,6 +256,7 @@ rule heterogeneity:
         csv=OUT + "paper_tables/heterogeneity.csv",
         md=OUT + "paper_tables/heterogeneity.md",
     threads: 1
+    resources: **LIGHT
     shell: PIN + "rfl heterogeneity {input.spec} {output.pdf} {output.csv} {input.runs}"
 
 
@@ -212,4 +267,5 @@ rule reproduction:
         tables=_tables() + _hetero_outputs(),
     output: report(OUT + "paper_tables/REPRODUCTION.md", category="Reproduction report")
     threads: 1
+    resources: **LIGHT
     shell: PIN + "rfl reproduction {input.spec} {output}"

@@ -4,6 +4,8 @@
     rfl data SPEC OUT.npz                       generate a dataset
     rfl reference SPEC DATA.npz OUT.npz         x* and F(x*) of a dataset
     rfl run SPEC DATA.npz REF.npz OUT.csv OUT.meta.json
+    rfl runs --specs S... --data D... --references R... --tables T... --metas M...
+                                                several runs in one process (aligned lists)
     rfl figure SPEC OUT.pdf RUN.csv...          draw one experiment (PNG beside the PDF)
     rfl fetch-school SPEC OUT                   School data from a mirror or the pinned URL (sha256)
     rfl table1 SPEC OUT.csv                     Table 1 (csv, md, tex) from the config
@@ -151,6 +153,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("reference", type=_npz)
     p.add_argument("out_table")
     p.add_argument("out_meta")
+    p = sub.add_parser("runs", help="execute several runs in one process (aligned lists)")
+    p.add_argument("--specs", nargs="+", type=_existing, required=True)
+    p.add_argument("--data", nargs="+", type=_npz, required=True)
+    p.add_argument("--references", nargs="+", type=_npz, required=True)
+    p.add_argument("--tables", nargs="+", required=True)
+    p.add_argument("--metas", nargs="+", required=True)
     p = sub.add_parser("figure", help="draw one experiment's figure")
     p.add_argument("spec", type=_existing)
     p.add_argument("out_pdf")
@@ -177,12 +185,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "runs":
+        lengths = {k: len(getattr(args, k)) for k in ("specs", "data", "references", "tables", "metas")}
+        if len(set(lengths.values())) != 1:
+            parser.error("runs: --specs, --data, --references, --tables and --metas must have "
+                         f"the same length, got {lengths}")
     from rfl.config import ConfigError
     from rfl.data.school import ChecksumMismatchError, DataUnavailableError
 
     try:
-        spec = None if args.command == "validate" else read_spec(args.spec, args.command)
+        if args.command == "runs":            # every spec checked before any run starts
+            specs = [read_spec(path, "run") for path in args.specs]
+        spec = None if args.command in ("validate", "runs") else read_spec(args.spec, args.command)
         if args.command == "validate":
             import yaml
 
@@ -209,6 +225,9 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "run":
             from rfl.runner import run
             run(spec, args.data, args.reference, args.out_table, args.out_meta)
+        elif args.command == "runs":
+            from rfl.runner import run_setting
+            run_setting(zip(specs, args.data, args.references, args.tables, args.metas))
         elif args.command == "figure":
             from rfl.reporting.figures import experiment_figure
             experiment_figure(spec, args.runs, args.out_pdf)

@@ -13,6 +13,7 @@ record (spec, seed, versions, commit, start time, duration, final status).
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import platform
 import subprocess
 import time
@@ -26,6 +27,7 @@ from rfl import io
 from rfl.algorithms import make_step_size
 from rfl.data.generators import GENERATORS
 from rfl.problems import PROBLEMS
+from rfl.progress import Progress
 from rfl.random import stream
 
 COLUMNS = ["round", "cost", "excess_risk", "grad_norm", "dist_to_opt",
@@ -33,6 +35,7 @@ COLUMNS = ["round", "cost", "excess_risk", "grad_norm", "dist_to_opt",
 MANIFOLD_TOL = 1e-8   # an iterate farther than this from the manifold counts as diverged
 
 
+@functools.cache
 def versions() -> dict[str, str]:
     out = {"python": platform.python_version()}
     for pkg in ("rfl", "numpy", "scipy", "pandas", "pymanopt", "matplotlib"):
@@ -43,6 +46,7 @@ def versions() -> dict[str, str]:
     return out
 
 
+@functools.cache
 def git_commit() -> str:
     here = Path(__file__).resolve().parent
     try:
@@ -158,6 +162,7 @@ def execute(spec: dict, problem, x_star: np.ndarray, F_star: float) -> pd.DataFr
         return ok
 
     record(0, x0, 0, 0, 0.0)
+    progress = Progress(f"{spec['experiment']}/{spec['run_id']}", spec["rounds"])
     wall = 0.0
     tic = time.perf_counter()
     with np.errstate(all="ignore"):
@@ -165,7 +170,9 @@ def execute(spec: dict, problem, x_star: np.ndarray, F_star: float) -> pd.DataFr
             wall += time.perf_counter() - tic
             if not record(t + 1, x, counters.grad_evals, counters.floats, wall):
                 break
+            progress.update(t + 1)
             tic = time.perf_counter()
+    progress.close()
     return pd.DataFrame(rows, columns=COLUMNS + extra)
 
 
@@ -184,3 +191,12 @@ def run(spec: dict, data_npz, reference_npz, out_csv, out_meta) -> pd.DataFrame:
                                       reference_method=str(ref["method"])))
     io.write_table(out_csv, table)
     return table
+
+
+def run_setting(items) -> None:
+    """Execute several runs in one process, in order: ``items`` are
+    (spec, data_npz, reference_npz, out_csv, out_meta) tuples, typically the seeds of one
+    setting (experiment, algorithm, K, ...). Each run is independent (its own streams, problem
+    and files, exactly as ``run``); one process saves a Python start-up per run."""
+    for spec, data_npz, reference_npz, out_csv, out_meta in items:
+        run(spec, data_npz, reference_npz, out_csv, out_meta)

@@ -16,7 +16,7 @@ idle 2-core machine, 4-6 minutes when another workflow is running).
   ``--unlock`` if Snakemake reports the stale lock of the killed process, as a user would do)
   must finish the DAG.
 * ``test_cores_1_and_cores_2_give_identical_results``: a clean ``--cores 1`` run (up to the
-  run tables: ``--until run``) against the ``--cores 2`` tree of the test above (or a fresh
+  run tables: ``--until run_<experiment>...``) against the ``--cores 2`` tree of the test above (or a fresh
   ``--cores 2`` run when that test did not run): the same result files, run tables identical
   but for ``wall_time``, metadata but for ``start_time``/``duration_s``, data/reference arrays
   bit for bit (the reference's measured ``seconds`` aside; the .npz files themselves differ
@@ -321,7 +321,8 @@ def _compare_trees(a: Path, b: Path) -> list[str]:
 @needs_workflow
 def test_cores_1_and_cores_2_give_identical_results(tmp_path):
     one = _copy_workflow(tmp_path / "cores1")
-    r = _snakemake(one, "--cores", "1", "--until", "run")
+    runs = [f"run_{e}" for e in rflconfig.load(SMOKE)["experiments"]]   # one run rule per experiment
+    r = _snakemake(one, "--cores", "1", "--until", *runs)
     assert r.returncode == 0, _tail(r)
     two = FINISHED.get("cores2")
     if two is None:                                   # the interruption test did not run
@@ -560,9 +561,15 @@ def _directive_blocks(text: str):
     rule, i = None, 0
     while i < len(lines):
         line = lines[i]
-        m = re.match(r"^(rule|checkpoint)\s+(\w+)\s*:", line)
-        if m:
-            rule = m.group(2)
+        m = re.match(r"^\s*(rule|checkpoint)\s*(\w*)\s*:\s*$", line)
+        if m:                     # `rule NAME:`, or `rule:` with a `name:` directive (rules in a loop)
+            rule = m.group(2) or "?"
+            if not m.group(2):
+                for following in lines[i + 1:i + 4]:
+                    n = re.match(r"^\s+name:\s*(.+)$", following)
+                    if n:
+                        rule = n.group(1).strip()
+                        break
         elif re.match(r"^\S", line):
             rule = None
         d = re.match(r"^(\s+)(\w+):(.*)$", line)

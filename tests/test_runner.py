@@ -166,3 +166,34 @@ def test_expand_runs_covers_every_method_K_and_seed(smoke_runs):
     # a resampled dataset gives each seed its own data instance
     instances = {r["dataset"]["instance"] for r in runs if r["experiment"] == "school_r2"}
     assert instances == {"seed0", "seed1"}
+
+
+def test_rfl_runs_equals_one_rfl_run_per_seed(tmp_path, prepared, smoke_runs):
+    """The workflow's grouped job (all seeds of a setting in one process) writes, per seed,
+    the same table as a separate `rfl run`: no state leaks from one run into the next."""
+    _, runs = smoke_runs
+    spec, data, ref = prepared
+    seeds = [s for s in runs if s["experiment"] == spec["experiment"]
+             and s["run_id"].rsplit("_seed", 1)[0] == spec["run_id"].rsplit("_seed", 1)[0]]
+    assert len(seeds) >= 2
+    args = {k: [] for k in ("--specs", "--data", "--references", "--tables", "--metas")}
+    for i, s in enumerate(seeds):
+        (tmp_path / f"s{i}.json").write_text(json.dumps(s))
+        for k, v in zip(args, (f"s{i}.json", data, ref, f"g{i}.csv", f"g{i}.meta.json")):
+            args[k].append(str(tmp_path / v))
+    cmd = [sys.executable, "-m", "rfl.cli", "runs"] + [x for k, v in args.items() for x in [k, *v]]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    for i, s in enumerate(seeds):
+        runner.run(s, data, ref, tmp_path / f"one{i}.csv", tmp_path / f"one{i}.meta.json")
+        pd.testing.assert_frame_equal(pd.read_csv(tmp_path / f"g{i}.csv").drop(columns="wall_time"),
+                                      pd.read_csv(tmp_path / f"one{i}.csv").drop(columns="wall_time"),
+                                      check_exact=True)
+        assert io.read_json(tmp_path / f"g{i}.meta.json")["spec"] == s
+    # lists of different lengths: a one-line error, exit 2, before any run starts
+    bad = cmd[:cmd.index("--metas") + 1] + args["--metas"][:1]
+    for f in tmp_path.glob("g*"):
+        f.unlink()
+    r = subprocess.run(bad, capture_output=True, text=True)
+    assert r.returncode == 2 and "same length" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert not list(tmp_path.glob("g*"))
