@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import scipy.linalg
 
+from manifold_cases import assert_batched_equals_per_agent
 from rfl.manifolds import MANIFOLDS, Grassmann
 
 S, M_, R = 4, 8, 3
@@ -293,23 +294,7 @@ def test_agrees_with_pymanopt(rng):
 def test_batched_equals_per_agent(rng, retraction, transport):
     G = Grassmann(M_, R, retraction=retraction, transport=transport)
     x, y = G.random_point(rng, S), G.random_point(rng, S)
-    u, v = tangent(G, rng, x), tangent(G, rng, x)
-    g = rng.standard_normal((S, M_, R))
-    maps = {
-        "inner": lambda s: G.inner(x[s], u[s], v[s]),
-        "norm": lambda s: G.norm(x[s], u[s]),
-        "proj": lambda s: G.proj(x[s], g[s]),
-        "egrad2rgrad": lambda s: G.egrad2rgrad(x[s], g[s]),
-        "retraction": lambda s: G.retraction(x[s], u[s]),
-        "exp": lambda s: G.exp(x[s], u[s]),
-        "log": lambda s: G.log(x[s], y[s]),
-        "dist": lambda s: G.dist(x[s], y[s]),
-        "transport": lambda s: G.transport(x[s], y[s], u[s]),
-        "transport_parallelization": lambda s: G.transport_parallelization(x[s], y[s], u[s]),
-        "distance_from_manifold": lambda s: G.distance_from_manifold(x[s]),
-    }
-    for name, f in maps.items():
-        batched = f(slice(None))
-        looped = np.concatenate([f(slice(j, j + 1)) for j in range(S)])
-        assert batched.shape == looped.shape, name
-        close(batched, looped)
+    assert_batched_equals_per_agent(
+        G, ["inner", "norm", "proj", "egrad2rgrad", "retraction", "exp", "log", "dist", "transport",
+            "transport_parallelization", "distance_from_manifold"], TOL,
+        x=x, y=y, u=tangent(G, rng, x), v=tangent(G, rng, x), g=rng.standard_normal((S, M_, R)))

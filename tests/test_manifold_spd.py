@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import scipy.linalg
 
+from manifold_cases import assert_batched_equals_per_agent
 from rfl.manifolds import MANIFOLDS, SPD
 
 S, N = 4, 3
@@ -230,22 +231,7 @@ def test_agrees_with_pymanopt(M, rng):
 # ---- batched == per-agent ------------------------------------------------------
 def test_batched_equals_per_agent(M, rng):
     x, y = M.random_point(rng, S), M.random_point(rng, S)
-    u, v = tangent(M, rng, x), tangent(M, rng, x)
-    g = rng.standard_normal((S, N, N))
-    maps = {
-        "inner": lambda s: M.inner(x[s], u[s], v[s]),
-        "norm": lambda s: M.norm(x[s], u[s]),
-        "proj": lambda s: M.proj(x[s], g[s]),
-        "egrad2rgrad": lambda s: M.egrad2rgrad(x[s], g[s]),
-        "retraction": lambda s: M.retraction(x[s], u[s]),
-        "exp": lambda s: M.exp(x[s], u[s]),
-        "log": lambda s: M.log(x[s], y[s]),
-        "dist": lambda s: M.dist(x[s], y[s]),
-        "transport": lambda s: M.transport(x[s], y[s], u[s]),
-        "distance_from_manifold": lambda s: M.distance_from_manifold(x[s]),
-    }
-    for name, f in maps.items():
-        batched = f(slice(None))
-        looped = np.concatenate([f(slice(j, j + 1)) for j in range(S)])
-        assert batched.shape == looped.shape, name
-        close(batched, looped)
+    assert_batched_equals_per_agent(
+        M, ["inner", "norm", "proj", "egrad2rgrad", "retraction", "exp", "log", "dist", "transport",
+            "distance_from_manifold"], TOL,
+        x=x, y=y, u=tangent(M, rng, x), v=tangent(M, rng, x), g=rng.standard_normal((S, N, N)))
