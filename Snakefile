@@ -68,6 +68,23 @@ def _hetero_outputs():
             OUT + "paper_tables/heterogeneity.csv", OUT + "paper_tables/heterogeneity.md"]
 
 
+LSA = config.get("lsa")
+# one FedLSA/SCAFFLSA figure per setting (homogeneous, heterogeneous) of the study's datasets
+LSA_SETTINGS = sorted({config["datasets"][EXPERIMENTS[e]["dataset"]]["params"]["setting"]
+                       for e in (LSA or {}).get("experiments", [])})
+
+
+def _lsa_figures(ext):
+    return [f"{OUT}figures/fig_fedlsa_scafflsa_{s}.{ext}" for s in LSA_SETTINGS]
+
+
+def _lsa_outputs():
+    if not LSA:
+        return []
+    return (_lsa_figures("pdf") + _lsa_figures("png")
+            + [OUT + "paper_tables/fedlsa_bias.csv", OUT + "paper_tables/fedlsa_bias.md"])
+
+
 def _table_spec(name):
     if name == "table1":
         return {"rows": [{"label": row["label"],
@@ -80,11 +97,14 @@ def _table_spec(name):
     if name == "heterogeneity":
         return {"experiments_by_name": {e: label for label, e in HETERO["experiments"].items()},
                 "tail": HETERO["tail"]}
+    if name == "lsa":
+        return {"experiments": LSA["experiments"], "tail": LSA["tail"], "settings": LSA_SETTINGS}
     return {"config": config, "paper": PAPER,
             "runs": {e: _run_tables(e) for e in EXPERIMENTS},
             "tables": {"table1": OUT + "paper_tables/table1_parameters.csv",
                        "table2": OUT + "paper_tables/table2_school_nmse.csv",
-                       "heterogeneity": OUT + "paper_tables/heterogeneity.csv"}}
+                       "heterogeneity": OUT + "paper_tables/heterogeneity.csv",
+                       "lsa": OUT + "paper_tables/fedlsa_bias.csv"}}
 
 
 # ---- the resolved config, one spec file per job ------------------------------------------
@@ -95,7 +115,7 @@ for (e, r), spec in RUNS.items():
     _specs[f"{SPECS}runs/{e}/{r}.json"] = spec
 for f, fig in FIGURES.items():
     _specs[f"{SPECS}figures/{f}.json"] = {"name": f, **fig}
-for t in list(TABLES) + ["reproduction"] + (["heterogeneity"] if HETERO else []):
+for t in list(TABLES) + ["reproduction"] + (["heterogeneity"] if HETERO else []) + (["lsa"] if LSA else []):
     _specs[f"{SPECS}tables/{t}.json"] = _table_spec(t)
 for _path, _spec in _specs.items():
     io.sync_json(_path, _spec)
@@ -122,6 +142,7 @@ rule all:
         expand(OUT + "figures/{figure}.{ext}", figure=FIGURES, ext=["pdf", "png"]),
         _tables(),
         _hetero_outputs(),
+        _lsa_outputs(),
         OUT + "paper_tables/REPRODUCTION.md",
 
 
@@ -260,11 +281,26 @@ rule heterogeneity:
     shell: PIN + "rfl heterogeneity {input.spec} {output.pdf} {output.csv} {input.runs}"
 
 
+rule lsa:
+    """Federated TD(0): FedLSA vs SCAFFLSA with the predicted FedLSA bias (rfl/reporting/lsa.py)."""
+    input:
+        spec=SPECS + "tables/lsa.json",
+        runs=[t for e in (LSA or {}).get("experiments", []) for t in _run_tables(e)],
+    output:
+        pdf=[report(f, category="Federated TD(0) / LSA") for f in _lsa_figures("pdf")],
+        png=_lsa_figures("png"),
+        csv=OUT + "paper_tables/fedlsa_bias.csv",
+        md=OUT + "paper_tables/fedlsa_bias.md",
+    threads: 1
+    resources: **LIGHT
+    shell: PIN + "rfl lsa {input.spec} {output.csv} {input.runs} --figures {output.pdf}"
+
+
 rule reproduction:
     input:
         spec=SPECS + "tables/reproduction.json",
         runs=[f"{OUT}results/runs/{e}/{r}.csv" for (e, r) in RUNS],
-        tables=_tables() + _hetero_outputs(),
+        tables=_tables() + _hetero_outputs() + _lsa_outputs(),
     output: report(OUT + "paper_tables/REPRODUCTION.md", category="Reproduction report")
     threads: 1
     resources: **LIGHT

@@ -11,6 +11,9 @@
     rfl table1 SPEC OUT.csv                     Table 1 (csv, md, tex) from the config
     rfl table2 SPEC OUT.csv RUN.csv...          Table 2 (csv, md, tex) from School runs
     rfl heterogeneity SPEC OUT.pdf OUT.csv RUN.csv...   the client-drift study (figure + table)
+    rfl lsa SPEC OUT.csv RUN.csv... --figures FIG.pdf...
+                                                FedLSA vs SCAFFLSA with the predicted bias: the
+                                                table, one figure per setting of the spec (in order)
     rfl reproduction SPEC OUT.md                the computed reproduction report
 
 Bad arguments exit with status 2 and one line on stderr: unknown commands, missing or
@@ -77,6 +80,7 @@ _SPEC_KEYS = {
     "table1": {"rows": list},
     "table2": {"experiments": dict, "paper": dict},
     "heterogeneity": {"experiments_by_name": dict, "tail": (int, float)},
+    "lsa": {"experiments": list, "settings": list, "tail": (int, float)},
     "reproduction": {"config": dict, "paper": dict, "runs": dict, "tables": dict},
 }
 _TYPE_NAMES = {str: "a string", int: "an integer", float: "a number", dict: "a mapping",
@@ -178,6 +182,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("out_pdf")
     p.add_argument("out_csv")
     p.add_argument("runs", nargs="*", type=_run_table)
+    p = sub.add_parser("lsa", help="write the FedLSA/SCAFFLSA figures and bias table")
+    p.add_argument("spec", type=_existing)
+    p.add_argument("out_csv")
+    p.add_argument("runs", nargs="*", type=_run_table)
+    p.add_argument("--figures", nargs="+", required=True, metavar="FIG.pdf",
+                   help="one PDF per setting of the spec, in the spec's order (PNG beside each)")
     p = sub.add_parser("reproduction", help="write the reproduction report")
     p.add_argument("spec", type=_existing)
     p.add_argument("out_md")
@@ -249,6 +259,12 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "heterogeneity":
             from rfl.reporting.heterogeneity import heterogeneity
             heterogeneity(spec, args.out_pdf, args.out_csv, args.runs)
+        elif args.command == "lsa":
+            from rfl.reporting.lsa import lsa_study
+            if len(args.figures) != len(spec["settings"]):
+                raise SpecError(f"{args.spec}: {len(spec['settings'])} setting(s) "
+                                f"{spec['settings']}, but {len(args.figures)} figure(s) after --figures")
+            lsa_study(spec, args.out_csv, args.figures, args.runs)
         elif args.command == "reproduction":
             from rfl.reporting.reproduction import write_report
             write_report(spec, args.out_md)

@@ -25,6 +25,7 @@ SCHEMA_PATH = Path(__file__).resolve().parents[1] / "config" / "schema.yaml"
 FEDERATED_NAMES = ("rfedags", "rfedavg", "fedavg", "rfedsvrg", "rfedproj", "scafflsa")
 TANGENT_MEAN_NAMES = ("rfedavg", "rfedsvrg")
 CENTRALIZED_NAMES = ("rsd", "rcg", "rlbfgs")
+LSA_NAMES = ("fedavg", "scafflsa")      # FedLSA (FedAvg on the LSA field) and SCAFFLSA
 BASE_METRICS = ("excess_risk", "grad_norm", "dist_to_opt", "cost")
 
 
@@ -146,6 +147,8 @@ def _data_constraints(problem: str, p: dict) -> list[tuple[str, str]]:
             out.append(("n_per_agent", f"S*n_per_agent = {p['S'] * n} images, but the class-balanced "
                                        f"digits pool holds {POOL_SIZE}; allowed: "
                                        f"n_per_agent <= {POOL_SIZE // p['S']}"))
+    if problem == "lsa":
+        out.extend(_lsa_constraints(p))
     if problem == "cfmspd":
         rate = _cfmspd_acceptance(p["d"], p.get("D_W", 1.0))
         need = p["S"] * p["N"]
@@ -154,6 +157,45 @@ def _data_constraints(problem: str, p: dict) -> list[tuple[str, str]]:
                                f"about {rate:.1e} of its Wishart draws, too few for S*N = {need} "
                                f"samples within 10^7 draws; allowed: a larger D_W or a smaller d"))
     return out
+
+
+def _lsa_constraints(p: dict) -> list[tuple[str, str]]:
+    """Federated TD(0) data: N >= 2 for two MDPs, a Garnet draw the generator can make."""
+    from rfl.data.garnet import MAX_REDRAWS
+
+    out = []
+    n_states, n_actions = p.get("n_states", 30), p.get("n_actions", 2)
+    branching, d = p.get("branching", 2), p.get("n_features", 8)
+    if p["setting"] == "heterogeneous" and p["n_agents"] < 2:
+        out.append(("n_agents", f"{p['n_agents']} agent(s), but the heterogeneous setting draws "
+                                f"agents from two MDPs; allowed: n_agents >= 2"))
+    if p.get("oracle", "pool") == "exact" and "pool" in p:
+        out.append(("pool", "the exact oracle (A_bar_c, b_bar_c) draws no transitions; allowed: "
+                            "pool only with oracle 'pool'"))
+    if branching > n_states:
+        out.append(("branching", f"{branching} successors per (s, a), but only n_states = "
+                                 f"{n_states} states; allowed: 1..{n_states}"))
+    elif d > n_states:
+        out.append(("n_features", f"{d} features on n_states = {n_states} states: A_bar_c would be "
+                                  f"singular; allowed: 1..{n_states}"))
+    else:
+        n_bases = 2 if p["setting"] == "heterogeneous" else 1
+        rate = _garnet_admissible(n_states, n_actions, branching, d, n_bases)
+        if rate * MAX_REDRAWS < 10:
+            out.append(("n_features", f"{d} features with n_states = {n_states}, branching = "
+                                      f"{branching}: only {rate:.1%} of Garnet draws have a closed "
+                                      f"class spanned by the features (nonsingular A_bar_c), too few "
+                                      f"within the generator's {MAX_REDRAWS} draws; allowed: fewer "
+                                      f"features or more states"))
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def _garnet_admissible(n_states: int, n_actions: int, branching: int, d: int, n_bases: int) -> float:
+    """Admissible fraction of Garnet draws, from a fixed pilot (deterministic)."""
+    from rfl.data.garnet import admissible_rate
+
+    return admissible_rate(n_states, n_actions, branching, d, n_bases)
 
 
 @functools.lru_cache(maxsize=32)
@@ -187,9 +229,11 @@ def _experiment_errors(config: dict) -> list[str]:
                     msgs.append(f"config key {_key(where + [key])}: missing; federated methods "
                                 f"({', '.join(sorted({m['algorithm'] for m in federated}))}) need it")
             if "batch_size" in exp and exp["batch_size"] > min(sizes):
+                why = (" (the exact LSA oracle evaluates A_bar_c theta - b_bar_c once per local step)"
+                       if ds["problem"] == "lsa" and ds["params"].get("oracle") == "exact" else "")
                 msgs.append(f"config key {_key(where + ['batch_size'])}: {exp['batch_size']} is larger "
                             f"than the smallest local data set (N={min(sizes)}) of dataset "
-                            f"{exp['dataset']!r}; allowed: 1..{min(sizes)}")
+                            f"{exp['dataset']!r}{why}; allowed: 1..{min(sizes)}")
         for i, m in enumerate(exp["methods"]):
             here = where + ["methods", i]
             alg = m["algorithm"]
@@ -219,6 +263,14 @@ def _experiment_errors(config: dict) -> list[str]:
                             f"{cls.manifold_class.name} with retraction "
                             f"{retraction or cls.manifold_class.RETRACTIONS[0]!r} has neither; "
                             f"allowed here: rfedags, {', '.join(CENTRALIZED_NAMES)}")
+            if ds["problem"] == "lsa" and alg not in LSA_NAMES:
+                msgs.append(f"config key {_key(here + ['algorithm'])}: {alg!r} does not apply to "
+                            f"problem 'lsa' (its field A(Z) theta - b(Z) is not a gradient); "
+                            f"allowed here: {', '.join(LSA_NAMES)}")
+            if alg == "scafflsa" and cls.manifold_class.name != "euclidean":
+                msgs.append(f"config key {_key(here + ['algorithm'])}: 'scafflsa' needs a Euclidean "
+                            f"problem, dataset {exp['dataset']!r} lives on {cls.manifold_class.name}; "
+                            f"allowed here: rfedags, rfedavg, {', '.join(CENTRALIZED_NAMES)}")
             if alg == "fedavg" and cls.manifold_class.name != "euclidean":
                 msgs.append(f"config key {_key(here + ['algorithm'])}: 'fedavg' needs a Euclidean "
                             f"problem, dataset {exp['dataset']!r} lives on {cls.manifold_class.name}; "
@@ -251,6 +303,29 @@ def _figure_and_table_errors(config: dict) -> list[str]:
         if ename not in exps:
             msgs.append(f"config key heterogeneity.experiments.{label}: {ename!r} is not an "
                         f"experiment; allowed: {', '.join(exps)}")
+    lsa_exps = [e for e, x in exps.items() if config["datasets"][x["dataset"]]["problem"] == "lsa"]
+    for i, ename in enumerate(config.get("lsa", {}).get("experiments", [])):
+        where = ["lsa", "experiments", i]
+        if ename not in exps:
+            msgs.append(f"config key {_key(where)}: {ename!r} is not an experiment; "
+                        f"allowed: {', '.join(exps)}")
+            continue
+        exp = exps[ename]
+        problem = config["datasets"][exp["dataset"]]["problem"]
+        if problem != "lsa":
+            msgs.append(f"config key {_key(where)}: experiment {ename!r} runs problem {problem!r}; "
+                        f"the FedLSA/SCAFFLSA study needs an lsa dataset; allowed: "
+                        f"{', '.join(lsa_exps) or 'none in this config'}")
+            continue
+        if exp.get("step", {}).get("rule") != "fixed":
+            msgs.append(f"config key experiments.{ename}.step.rule: "
+                        f"{exp.get('step', {}).get('rule')!r}; the FedLSA bias (lsa.experiments) is "
+                        f"predicted for a fixed step; allowed: fixed")
+        for j, m in enumerate(exp["methods"]):
+            if m.get("participation") is not None:
+                msgs.append(f"config key experiments.{ename}.methods.{j}.participation: the FedLSA "
+                            f"bias (lsa.experiments) is predicted with every agent in every round; "
+                            f"allowed: null (full participation)")
     tables = config.get("tables", {})
     for i, row in enumerate(tables.get("table1", {}).get("rows", [])):
         for key in ("fixed", "decaying"):
@@ -295,6 +370,8 @@ def validate(config: dict, schema_path: str | Path = SCHEMA_PATH) -> dict:
         exp.setdefault("geometry", {})
     if "heterogeneity" in config:
         config["heterogeneity"].setdefault("tail", 0.2)
+    if "lsa" in config:
+        config["lsa"].setdefault("tail", 0.1)
     for fig in config.get("figures", {}).values():
         fig.setdefault("x", ["round"])
         fig.setdefault("metrics", ["excess_risk"])

@@ -7,7 +7,8 @@ The random streams are keyed (see ``rfl.random.stream``):
 A run writes a tidy table, one row per round t = 0..T (t = 0 is the initial
 point): round, cost, excess_risk, grad_norm, dist_to_opt, grad_evals, floats,
 wall_time (seconds inside the algorithm, cumulative), status; and a metadata
-record (spec, seed, versions, commit, start time, duration, final status).
+record (spec, seed, versions, commit, start time, duration, final status, and what
+theory predicts for the run, ``Problem.predictions``: e.g. FedLSA's bias).
 """
 
 from __future__ import annotations
@@ -188,7 +189,8 @@ def run(spec: dict, data_npz, reference_npz, out_csv, out_meta) -> pd.DataFrame:
     io.write_json(out_meta, _metadata(spec, start, status,
                                       rounds_completed=int(table["round"].iloc[-1]),
                                       F_star=float(ref["F_star"]),
-                                      reference_method=str(ref["method"])))
+                                      reference_method=str(ref["method"]),
+                                      predictions=problem.predictions(spec)))
     io.write_table(out_csv, table)
     return table
 

@@ -690,15 +690,17 @@ COMMANDS = {      # positional arguments of each subcommand, with valid-looking 
     "table1": ["{d}/empty.json", "{d}/t1.csv"],
     "table2": ["{d}/empty.json", "{d}/t2.csv", "{d}/good.csv"],
     "heterogeneity": ["{d}/empty.json", "{d}/h.pdf", "{d}/h.csv", "{d}/good.csv"],
+    "lsa": ["{d}/empty.json", "{d}/l.csv", "{d}/good.csv", "--figures", "{d}/l.pdf"],
     "reproduction": ["{d}/empty.json", "{d}/r.md"],
 }
-VARIADIC = {"data", "figure", "table2", "heterogeneity"}
+VARIADIC = {"data", "figure", "table2", "heterogeneity", "lsa"}
 
 
 def _cases(d: Path):
     sub = lambda args: [a.format(d=d, SMOKE=SMOKE) for a in args]  # noqa: E731
     choices = cli.build_parser()._subparsers._group_actions[0].choices
-    assert set(choices) <= set(COMMANDS), f"subcommands without bad-argument cases: {set(choices) - set(COMMANDS)}"
+    covered = set(COMMANDS) | {"runs"}        # `runs` takes options: its cases are below
+    assert set(choices) <= covered, f"subcommands without bad-argument cases: {set(choices) - covered}"
     commands = {c: a for c, a in COMMANDS.items() if c in choices}
     cases = []
     for cmd, args in commands.items():
@@ -735,7 +737,22 @@ def _cases(d: Path):
                                                          str(d / "data.npz"), str(d / "o.npz")]))
     cases.append(("fetch-school", "mirror not a string", ["fetch-school", str(d / "fetch_bad_mirror.json"),
                                                          str(d / "ILEA567.DAT")]))
-    for cmd in ("figure", "table1", "table2", "reproduction", "heterogeneity"):
+
+    def runs(spec="run_no_dataset.json", data="data.npz", n_out=1, *extra):
+        outs = ["o"] + [f"o{i}" for i in range(1, n_out)]     # o.csv, o1.csv, ...
+        return ["runs", "--specs", str(d / spec), "--data", str(d / data), "--references",
+                str(d / "ref.npz"), "--tables", *[str(d / f"{o}.csv") for o in outs],
+                "--metas", *[str(d / f"{o}.meta.json") for o in outs], *extra]
+
+    cases += [
+        ("runs", "no arguments", ["runs"]),
+        ("runs", "lists of different lengths", runs("empty.json", "data.npz", 2)),
+        ("runs", "missing spec", runs("missing.json")),
+        ("runs", "data not an npz", runs("empty.json", "notnpz.npz")),
+        ("runs", "unknown option", runs("empty.json", "data.npz", 1, "--frobnicate")),
+    ] + [("runs", f"spec {spec}", runs(spec)) for spec in
+         ("empty.json", "notjson.json", "list.json", "binary.json", "run_no_K.json", "run_bad_alg.json")]
+    for cmd in ("figure", "table1", "table2", "reproduction", "heterogeneity", "lsa"):
         if cmd in commands:
             cases.append((cmd, "spec {}", [cmd] + sub(COMMANDS[cmd])))
     return cases

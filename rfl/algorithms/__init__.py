@@ -12,11 +12,12 @@ from .rfedproj import RFedProj
 from .rfedsvrg import RFedSVRG
 from .rlbfgs import RLBFGS
 from .sampling import AgentSampler
+from .scafflsa import SCAFFLSA
 from .stepsize import STEP_RULES, Decaying, Fixed, make_step_size
 
 FEDERATED = {"rfedags": RFedAGS, "rfedavg": RFedAvg, "fedavg": FedAvg, "rfedsvrg": RFedSVRG,
-             "rfedproj": RFedProj}
+             "rfedproj": RFedProj, "scafflsa": SCAFFLSA}
 CENTRALIZED = {"rsd": RSD, "rcg": RCG, "rlbfgs": RLBFGS}
 
 __all__ = ["AgentSampler", "CENTRALIZED", "Counters", "RCG", "RLBFGS", "RSD", "Decaying", "FEDERATED", "FedAvg", "FederatedAlgorithm",
-           "Fixed", "RFedAGS", "RFedAvg", "RFedProj", "RFedSVRG", "STEP_RULES", "make_step_size"]
+           "Fixed", "RFedAGS", "RFedAvg", "RFedProj", "RFedSVRG", "SCAFFLSA", "STEP_RULES", "make_step_size"]

@@ -184,6 +184,22 @@ def _admissible(P, policy, phi) -> bool:
     return np.linalg.matrix_rank(phi[C]) == phi.shape[1]
 
 
+def admissible_rate(n_states: int, n_actions: int, branching: int, n_features: int,
+                    n_bases: int, draws: int = 200) -> float:
+    """Fraction of ``draws`` (base MDP(s), policy, features) draws, as ``generate`` makes them,
+    that are admissible (``_admissible`` for every base): a fixed pilot (``default_rng(0)``),
+    so that a configuration can be checked before any data exist (``generate`` redraws at
+    most MAX_REDRAWS times)."""
+    rng = np.random.default_rng(0)
+    ok = 0
+    for _ in range(draws):
+        bases = [garnet(rng, n_states, n_actions, branching) for _ in range(n_bases)]
+        policy = random_policy(rng, n_states, n_actions)
+        phi = random_features(rng, n_states, n_features)
+        ok += all(_admissible(P, policy, phi) for P, _ in bases)
+    return ok / draws
+
+
 def generate(rng: np.random.Generator, n_agents: int, setting: str, n_states: int = 30,
              n_actions: int = 2, branching: int = 2, n_features: int = 8, gamma: float = 0.95,
              perturbation: float = 0.05, pool: int = DEFAULT_POOL) -> dict[str, np.ndarray]:
@@ -196,7 +212,8 @@ def generate(rng: np.random.Generator, n_agents: int, setting: str, n_states: in
     mu: (N, nS) stationary distributions of the agents' policy chains;
     A_bar: (N, d, d), b_bar: (N, d) exact TD(0) means; theta_star_local: (N, d) theta*_c;
     theta_star: (d,) solution of mean_c(A_bar_c) theta = mean_c(b_bar_c);
-    states, next_states: (N, pool) the transition pool of the stochastic oracle.
+    states, next_states: (N, pool) the transition pool of the stochastic oracle (pool = 0:
+    none, for the exact oracle; the pools are drawn last, so the MDPs do not depend on pool).
 
     The base MDP(s), the policy and the features are redrawn (deterministically, from
     ``rng``) until each base chain under the policy has a unique closed class C with
@@ -209,6 +226,8 @@ def generate(rng: np.random.Generator, n_agents: int, setting: str, n_states: in
         raise ValueError(f"need n_agents >= 1 (>= 2 when heterogeneous), got {n_agents}")
     if not 0 <= perturbation < 1:
         raise ValueError(f"perturbation must be in [0, 1), got {perturbation!r}")
+    if pool < 0:
+        raise ValueError(f"pool must be >= 0, got {pool!r}")
     if not 0 <= gamma < 1:
         raise ValueError(f"gamma must be in [0, 1), got {gamma!r}")
     n_bases = 1 if setting == "homogeneous" else 2
@@ -240,7 +259,7 @@ def generate(rng: np.random.Generator, n_agents: int, setting: str, n_states: in
 
     states = np.empty((n_agents, pool), dtype=np.int64)
     next_states = np.empty((n_agents, pool), dtype=np.int64)
-    for c in range(n_agents):
+    for c in range(n_agents if pool > 0 else 0):                      # pool = 0: no transitions
         states[c], next_states[c] = transition_pool(rng, mu[c], P_pi[c], pool)
 
     return {"P": P, "R": R, "policy": policy, "phi": phi, "gamma": np.array(float(gamma)),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import cfmspd, cpesph, kpca, mbcfsti, multitask, school
+from . import cfmspd, cpesph, garnet, kpca, mbcfsti, multitask, school
 
 
 def _multitask(rng, S, N, m, r, d_min=10, d_max=50, noise=1e-6, lam=None):
@@ -25,6 +25,12 @@ def _school(rng, raw_path, S, N, train_fraction=0.8, r=None, lam=None):
     return {k: np.asarray(v) for k, v in split.items()}
 
 
+def _lsa(rng, setting, n_agents, oracle="pool", pool=garnet.DEFAULT_POOL, **params):
+    """Federated TD(0) on Garnet MDPs; ``oracle`` belongs to the problem: the exact oracle
+    draws no transitions (pool 0), the pool oracle ``pool`` per agent."""
+    return garnet.generate(rng, n_agents, setting, pool=0 if oracle == "exact" else pool, **params)
+
+
 GENERATORS = {
     "cpesph": cpesph.generate,
     "cfmspd": cfmspd.generate,
@@ -32,4 +38,5 @@ GENERATORS = {
     "multitask": _multitask,
     "school": _school,
     "kpca": kpca.generate,
+    "lsa": _lsa,
 }

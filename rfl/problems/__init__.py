@@ -10,11 +10,13 @@ from .base import Problem
 from .cfmspd import CFMSPD
 from .cpesph import CPESph
 from .kpca import KPCA
+from .lsa import FederatedLSA
 from .mbcfsti import MBCFSti
 from .multitask import MultitaskFeatures, SchoolMultitask
 
 PROBLEMS = {"cpesph": CPESph, "cfmspd": CFMSPD, "mbcfsti": MBCFSti,
-            "multitask": MultitaskFeatures, "school": SchoolMultitask, "kpca": KPCA}
+            "multitask": MultitaskFeatures, "school": SchoolMultitask, "kpca": KPCA,
+            "lsa": FederatedLSA}
 
-__all__ = ["Problem", "CFMSPD", "CPESph", "KPCA", "MBCFSti", "MultitaskFeatures", "SchoolMultitask",
+__all__ = ["Problem", "CFMSPD", "CPESph", "FederatedLSA", "KPCA", "MBCFSti", "MultitaskFeatures", "SchoolMultitask",
            "PROBLEMS"]

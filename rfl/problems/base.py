@@ -102,6 +102,11 @@ class Problem:
         """Problem-specific metrics at one point (e.g. test NMSE): keys ``extra_metric_names``."""
         return {}
 
+    def predictions(self, spec: dict) -> dict:
+        """What theory predicts for the run ``spec`` (e.g. FedLSA's bias), recorded in the
+        run's metadata so that reports read files only; JSON-serialisable. Default: none."""
+        return {}
+
     def initial_point(self, rng: np.random.Generator) -> np.ndarray:
         """The starting point x_1 of every method for one seed."""
         return self.manifold.random_point(rng, 1)[0]

@@ -31,7 +31,11 @@ systematic sample of the law of Z, see ``rfl.data.garnet``), so the run's
 ``AgentSampler`` (seeded by the run stream) supplies the randomness and the
 framework's determinism and draw-for-draw reference loops carry over unchanged;
 local_sizes = pool size. ``oracle="exact"``: A(Z) = A_bar_c, b(Z) = b_bar_c
-whatever the batch (deterministic LSA), for fixed-point identities.
+whatever the batch (deterministic LSA: no mini-batch noise, so FedLSA's iterates
+converge to theta* + bias exactly), for fixed-point identities and for the
+workflow's bias measurements; no transition is drawn, so each agent counts one
+"sample" (local_sizes = 1, batch size 1: a local step is one mean-field
+evaluation). The dataset parameter ``oracle`` selects it (``from_arrays``).
 
 Exact quantities (mu_c, A_bar_c, b_bar_c, theta*_c, theta*) are recomputed here
 from the MDP in closed form (``rfl.data.garnet.td_moments``), never from the pool.
@@ -61,12 +65,17 @@ class FederatedLSA(Problem):
 
     @classmethod
     def from_arrays(cls, arrays, params=None, oracle: str = "pool", **geometry):
+        """The problem of a data file; the dataset parameter ``oracle`` (if any) overrides ``oracle``."""
+        oracle = (params or {}).get("oracle", oracle)
         return cls(arrays["phi"], arrays["P"], arrays["R"], arrays["policy"], float(arrays["gamma"]),
                    arrays["states"], arrays["next_states"], oracle=oracle, **geometry)
 
     @staticmethod
     def local_sizes_from(params: dict):
-        """(N,) local sizes implied by the dataset parameters: the pool size of every agent."""
+        """(N,) local sizes implied by the dataset parameters: the pool size of every agent
+        (pool oracle), or 1 (exact oracle: one mean-field evaluation, no transition drawn)."""
+        if params.get("oracle", "pool") == "exact":
+            return [1] * int(params["n_agents"])
         return [int(params.get("pool", DEFAULT_POOL))] * int(params["n_agents"])
 
     def __init__(self, phi, P, R, policy, gamma: float, states, next_states, oracle: str = "pool",
@@ -82,7 +91,9 @@ class FederatedLSA(Problem):
         N, n_pool = self.states.shape
         d = self.phi.shape[1]
         self.manifold = Euclidean(d, retraction=retraction, transport=transport)
-        self.local_sizes = np.full(N, n_pool)
+        if oracle == "pool" and n_pool < 1:
+            raise ValueError("the pool oracle needs at least one transition per agent")
+        self.local_sizes = np.full(N, n_pool if oracle == "pool" else 1)
 
         self.P_pi, self.r_pi = policy_chain(np.asarray(P, dtype=float), np.asarray(R, dtype=float),
                                             self.policy)               # (N, nS, nS), (N, nS)
@@ -166,3 +177,26 @@ class FederatedLSA(Problem):
         rhs = np.einsum("c,cij,cj->i", self.weights, M, self.theta_star_local - self.theta_star)
         bias = np.linalg.solve(np.einsum("c,cij->ij", self.weights, M), rhs)
         return bias, float(bias @ bias)
+
+    def predictions(self, spec: dict) -> dict:
+        """Theory for one run spec, recorded in the run's metadata (reports read files only).
+
+        For FedLSA (``fedavg``) and SCAFFLSA runs with a fixed step eta and full
+        participation: the FedLSA bias for (eta, H = K) (``fedlsa_bias``; SCAFFLSA runs get
+        the FedLSA line too, to plot beside them), and the spectral radius of the mean
+        one-round map sum_c p_c Gamma_c of FedLSA's expected iterate (< 1: it converges,
+        geometrically at that rate per round). Empty for other runs (the bias formula
+        assumes a fixed step and every agent in every round).
+        """
+        alg, step = spec.get("algorithm") or {}, spec.get("step") or {}
+        if (alg.get("name") not in ("fedavg", "scafflsa") or step.get("rule") != "fixed"
+                or alg.get("participation") not in (None, self.n_agents)):
+            return {}
+        eta, H = float(step["alpha"]), int(alg["K"])
+        bias, sq = self.fedlsa_bias(eta, H)
+        I = np.eye(self.phi.shape[1])
+        mean_gamma = sum(w * np.linalg.matrix_power(I - eta * A, H)
+                         for w, A in zip(self.weights, self.A_bar_local))
+        return {"eta": eta, "H": H, "oracle": self.oracle, "fedlsa_bias": bias.tolist(),
+                "fedlsa_bias_sq": sq,
+                "fedlsa_round_contraction": float(np.abs(np.linalg.eigvals(mean_gamma)).max())}

@@ -1,0 +1,215 @@
+"""Federated TD(0) / LSA: FedLSA's plateau against its predicted bias, SCAFFLSA beside it.
+
+Mangold et al. (SCAFFLSA, NeurIPS 2024; slides "Analysis of FedLSA"): with a fixed step eta,
+H local steps and every agent in every round, FedLSA's expected iterate converges to
+theta* + theta_inf^bias,
+
+    theta_inf^bias = [mean_c (I - Gamma_c)]^{-1} mean_c (I - Gamma_c)(theta*_c - theta*),
+    Gamma_c = (I - eta A_bar_c)^H,
+
+while SCAFFLSA's control variates remove that bias. This module reads result files only:
+each run's table (``excess_risk`` = ||theta_t - theta*||^2, since F* = 0 for problem ``lsa``)
+and its metadata (``spec``: setting, N = n_agents, eta, H = K, algorithm, oracle;
+``predictions``: ``fedlsa_bias_sq`` = ||theta_inf^bias||^2 for the run's (eta, H), computed by
+the run from the exact A_bar_c, ``rfl.problems.lsa.FederatedLSA.predictions``).
+
+Per (setting, N, eta, H) it reports the predicted ||bias||^2, FedLSA's measured plateau (the
+mean over the last ``tail`` fraction of rounds of the seed-mean curve E||theta_t - theta*||^2),
+their relative error, SCAFFLSA's error at the last round, and the factor by which SCAFFLSA
+lowers FedLSA's error (plateau / SCAFFLSA's last value). ``window_ratio`` (curve at the start
+of the tail window / curve at the last round) says whether a curve has levelled off (~1) or is
+still decreasing (> 1); ``initial`` is E||theta_0 - theta*||^2. With H = 1 the bias is exactly 0 (sum_c eta A_bar_c (theta*_c - theta*)
+= eta (b_bar - A_bar theta*) = 0), so no relative error is formed.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from rfl import io  # noqa: E402
+
+from .figures import meta_path  # noqa: E402
+from .tables import write_markdown  # noqa: E402
+
+FEDLSA, SCAFFLSA = "fedavg", "scafflsa"
+LABELS = {FEDLSA: "FedLSA", SCAFFLSA: "SCAFFLSA"}
+FLOOR = 1e-20        # values below (round-off of ||theta*||^2 ~ 1e2..1e3) are drawn at the floor
+KEY = ["setting", "N", "eta", "H"]
+
+
+def collect(tables) -> list[dict]:
+    """One record per run: the KEY fields, method, seed, oracle, batch size, predicted
+    ||bias||^2 (NaN without a prediction) and the run's table."""
+    runs = []
+    for path in tables:
+        meta = io.read_json(meta_path(path))
+        sp = meta["spec"]
+        params, alg = sp["dataset"]["params"], sp["algorithm"]
+        if alg["name"] not in LABELS:
+            continue
+        pred = meta.get("predictions") or {}
+        runs.append({"setting": params["setting"], "N": int(params["n_agents"]),
+                     "eta": float(sp["step"]["alpha"]), "H": int(alg["K"]), "method": alg["name"],
+                     "seed": sp["seed"], "oracle": params.get("oracle", "pool"),
+                     "batch_size": int(alg["batch_size"]), "status": meta["status"],
+                     "predicted": float(pred.get("fedlsa_bias_sq", np.nan)),
+                     "table": io.read_table(path)})
+    return runs
+
+
+def mean_curve(tables: list[pd.DataFrame]) -> pd.Series:
+    """E||theta_t - theta*||^2: the mean over seeds of ``excess_risk`` per round (rounds that
+    every seed reached; a diverged run makes the mean infinite from its divergence on)."""
+    wide = pd.concat([t.set_index("round")["excess_risk"].rename(i) for i, t in enumerate(tables)],
+                     axis=1)
+    return wide.mean(axis=1, skipna=False).replace(np.nan, np.inf)
+
+
+def plateau(curve: pd.Series, tail: float) -> tuple[float, float]:
+    """(mean of the last ``tail`` fraction of rounds (at least two, so that the ratio says
+    something), curve at the start of that window / curve at the last round)."""
+    n = min(len(curve), max(2, int(round(tail * (len(curve) - 1)))))
+    window = curve.iloc[-n:]
+    last = float(curve.iloc[-1])
+    return float(window.mean()), float(window.iloc[0] / last) if last > 0 else np.nan
+
+
+def _groups(runs):
+    groups = defaultdict(lambda: defaultdict(list))
+    for r in runs:
+        groups[tuple(r[k] for k in KEY)][r["method"]].append(r)
+    return groups
+
+
+def summary(runs: list[dict], tail: float) -> pd.DataFrame:
+    """One row per (setting, N, eta, H): prediction, plateaus, relative error, SCAFFLSA factor."""
+    rows = []
+    for key, by_method in sorted(_groups(runs).items()):
+        any_run = next(iter(by_method.values()))[0]
+        preds = {r["predicted"] for rs in by_method.values() for r in rs}
+        row = dict(zip(KEY, key), oracle=any_run["oracle"], batch_size=any_run["batch_size"],
+                   predicted_bias_sq=float(np.nanmax(list(preds))) if preds else np.nan)
+        for method, col in ((FEDLSA, "fedlsa"), (SCAFFLSA, "scafflsa")):
+            rs = by_method.get(method, [])
+            if not rs:
+                row.update({f"{col}_plateau": np.nan, f"{col}_last": np.nan,
+                            f"{col}_window_ratio": np.nan, f"{col}_seeds": 0})
+                continue
+            curve = mean_curve([r["table"] for r in rs])
+            level, ratio = plateau(curve, tail)
+            row.update({f"{col}_plateau": level, f"{col}_last": float(curve.iloc[-1]),
+                        f"{col}_window_ratio": ratio, f"{col}_seeds": len(rs)})
+            row.setdefault("rounds", int(curve.index[-1]))
+            row.setdefault("initial", float(curve.iloc[0]))     # FedLSA's (same x_0 per seed)
+        pred = row["predicted_bias_sq"]
+        row["rel_error"] = (abs(row["fedlsa_plateau"] - pred) / pred
+                            if row["H"] > 1 and pred > 0 else np.nan)
+        row["scafflsa_factor"] = (row["fedlsa_plateau"] / row["scafflsa_last"]
+                                  if row["scafflsa_last"] > 0 else np.inf)
+        rows.append(row)
+    cols = KEY + ["oracle", "batch_size", "rounds", "initial", "predicted_bias_sq", "fedlsa_plateau", "rel_error",
+                  "fedlsa_window_ratio", "scafflsa_last", "scafflsa_window_ratio", "scafflsa_factor",
+                  "fedlsa_seeds", "scafflsa_seeds"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def display(table: pd.DataFrame) -> pd.DataFrame:
+    """The summary for reading: one line per (setting, N, eta, H)."""
+    out = pd.DataFrame({
+        "setting": table["setting"], "N": table["N"].astype(str), "eta": table["eta"].map("{:g}".format),
+        "H": table["H"].astype(str),
+        "predicted ||bias||^2": table["predicted_bias_sq"],
+        "FedLSA plateau": table["fedlsa_plateau"],
+        "rel. error": [("n/a (H = 1: bias 0)" if h == 1 else v) for h, v in zip(table["H"], table["rel_error"])],
+        "SCAFFLSA, last round": table["scafflsa_last"],
+        "SCAFFLSA factor": [("n/a (H = 1)" if h == 1 else v)
+                            for h, v in zip(table["H"], table["scafflsa_factor"])],
+        "rounds": table["rounds"].astype(str),
+        "seeds": table["fedlsa_seeds"].astype(str)})
+    return out
+
+
+def _plotted(n: int, points: int = 400) -> np.ndarray:
+    """Row positions drawn on the log round axis: the first 50 rounds, then ~``points``
+    geometrically spaced ones, and the last (a curve of 3000 rounds looks the same, drawn
+    much faster)."""
+    return np.unique(np.concatenate([np.arange(min(n, 50)),
+                                     np.geomspace(1, max(n - 1, 1), points).astype(int), [n - 1]]))
+
+
+def draw(runs: list[dict], setting: str, out_pdf) -> None:
+    """E||theta_t - theta*||^2 vs rounds, one panel per (N, eta): FedLSA (solid) and SCAFFLSA
+    (dashed) per H (colour), mean over seeds with a min-max band, and the predicted FedLSA
+    bias (dotted, same colour; none for H = 1, where it is 0). PDF + PNG."""
+    mine = [r for r in runs if r["setting"] == setting]
+    if not mine:
+        raise ValueError(f"no FedLSA/SCAFFLSA run in setting {setting!r}")
+    panels = sorted({(r["N"], r["eta"]) for r in mine})
+    Hs = sorted({r["H"] for r in mine})
+    colors = {H: plt.cm.viridis(i / max(1, len(Hs) - 1) * 0.9) for i, H in enumerate(Hs)}
+    groups = _groups(mine)
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.4 * len(panels), 4.6), squeeze=False)
+    for ax, (N, eta) in zip(axes[0], panels):
+        for H in Hs:
+            by_method = groups.get((setting, N, eta, H), {})
+            for method, ls in ((FEDLSA, "-"), (SCAFFLSA, "--")):
+                rs = by_method.get(method, [])
+                if not rs:
+                    continue
+                wide = pd.concat([r["table"].set_index("round")["excess_risk"].rename(i)
+                                  for i, r in enumerate(rs)], axis=1).clip(lower=FLOOR)
+                wide = wide.iloc[_plotted(len(wide))]
+                mean = wide.mean(axis=1)
+                ax.plot(mean.index, mean.values, ls, color=colors[H], lw=1.4)
+                ax.fill_between(mean.index, wide.min(axis=1), wide.max(axis=1), color=colors[H],
+                                alpha=0.12, lw=0)
+            preds = [r["predicted"] for rs in by_method.values() for r in rs if np.isfinite(r["predicted"])]
+            if H > 1 and preds and max(preds) > FLOOR:
+                ax.axhline(max(preds), color=colors[H], ls=":", lw=1.2)
+        ax.set_xscale("symlog", linthresh=1)
+        ax.set_xlim(left=0)
+        ax.set_yscale("log")
+        ax.set_xlabel("round $t$")
+        ax.set_ylabel(r"$E\|\theta_t - \theta^*\|^2$")
+        ax.set_title(f"{setting} agents, N = {N}, $\\eta$ = {eta:g}", fontsize=9)
+        ax.grid(True, which="major", alpha=0.3)
+    from matplotlib.lines import Line2D
+
+    by_H = [Line2D([], [], color=colors[H], lw=2, label=f"H = {H}") for H in Hs]
+    by_style = [Line2D([], [], color="k", ls=ls, lw=1.2, label=label)
+                for ls, label in (("-", "FedLSA"), ("--", "SCAFFLSA"), (":", "predicted FedLSA bias"))]
+    axes[0][0].add_artist(axes[0][0].legend(handles=by_H, fontsize=7, loc="lower left"))
+    axes[0][0].legend(handles=by_style, fontsize=7, loc="lower center")
+    n_seeds = max(len(rs) for by in groups.values() for rs in by.values())
+    oracles = ", ".join(sorted({r["oracle"] for r in mine}))
+    fig.suptitle(f"Federated TD(0) on Garnet MDPs, {setting} agents: mean over {n_seeds} seeds "
+                 f"(band: min-max), oracle: {oracles}\nvalues below {FLOOR:.0e} (round-off) are "
+                 f"drawn at {FLOOR:.0e}; no bias line for H = 1 (the bias is 0)", fontsize=8)
+    fig.tight_layout()
+    out_pdf = Path(out_pdf)
+    for path in (out_pdf, out_pdf.with_suffix(".png")):
+        with io.atomic_path(path) as tmp:
+            fig.savefig(tmp, format=path.suffix[1:], dpi=150)
+    plt.close(fig)
+
+
+def lsa_study(spec: dict, out_csv, figures, tables) -> pd.DataFrame:
+    """Write ``out_csv`` (+ ``.md``) and, for the i-th setting of ``spec['settings']``, the
+    figure ``figures[i]`` (PDF, PNG beside it), from the run files ``tables``."""
+    if len(figures) != len(spec["settings"]):
+        raise ValueError(f"{len(spec['settings'])} settings but {len(figures)} figures")
+    runs = collect(tables)
+    table = summary(runs, spec["tail"])
+    io.write_table(out_csv, table)
+    write_markdown(Path(out_csv).with_suffix(".md"), display(table))
+    for setting, pdf in zip(spec["settings"], figures):
+        draw(runs, setting, pdf)
+    return table

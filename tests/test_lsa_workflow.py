@@ -1,0 +1,306 @@
+"""Federated TD(0) in the workflow: config checks, the run record, the FedLSA/SCAFFLSA report.
+
+The config tests check that every bad key of the lsa study is refused before any work with a
+message naming the key. The run tests check the mathematics through the workflow's own path
+(data file -> reference -> run -> metadata): F* = 0 at the exact theta*, the FedLSA run with
+the exact oracle ends at ||bias||^2 computed here from the data arrays, SCAFFLSA at theta*.
+The report tests feed ``rfl lsa`` a synthetic result set whose curves are closed forms.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from rfl import cli, io, runner
+from rfl import config as rflconfig
+from rfl.config import ConfigError
+from rfl.data.generators import GENERATORS
+from rfl.problems.lsa import FederatedLSA
+from rfl.reporting import lsa as lsa_report
+from rfl.reporting.reproduction import Report, lsa_section
+
+BASE = {
+    "datasets": {
+        "lsa_a": {"problem": "lsa", "seed": 3,
+                  "params": {"setting": "heterogeneous", "n_agents": 4, "n_states": 10,
+                             "n_features": 3, "oracle": "exact"}},
+        "lsa_b": {"problem": "lsa", "seed": 3,
+                  "params": {"setting": "homogeneous", "n_agents": 3, "n_states": 10,
+                             "n_features": 3, "pool": 50}},
+        "cp": {"problem": "cpesph", "seed": 1, "params": {"d": 5, "nu": 0.1, "S": 2, "N": 8}},
+    },
+    "experiments": {
+        "lsa_e": {"dataset": "lsa_a", "rounds": 5, "batch_size": 1, "seeds": [0],
+                  "step": {"rule": "fixed", "alpha": 2.0},
+                  "methods": [{"algorithm": "fedavg", "K": [2]}, {"algorithm": "scafflsa", "K": [2]}]},
+        "lsa_f": {"dataset": "lsa_b", "rounds": 5, "batch_size": 5, "seeds": [0],
+                  "step": {"rule": "fixed", "alpha": 2.0},
+                  "methods": [{"algorithm": "fedavg", "K": [2]}]},
+        "cp_e": {"dataset": "cp", "rounds": 3, "batch_size": 2, "seeds": [0],
+                 "step": {"rule": "fixed", "alpha": 0.1},
+                 "methods": [{"algorithm": "rfedags", "K": [1]}]},
+    },
+    "figures": {},
+    "lsa": {"experiments": ["lsa_e", "lsa_f"]},
+}
+
+
+def _mutated(path, value):
+    cfg = copy.deepcopy(BASE)
+    node = cfg
+    for p in path[:-1]:
+        node = node[p]
+    if value is KeyError:
+        del node[path[-1]]
+    else:
+        node[path[-1]] = value
+    return cfg
+
+
+def test_the_base_config_is_valid_and_gets_defaults():
+    cfg = rflconfig.validate(BASE)
+    assert cfg["lsa"]["tail"] == 0.1
+    runs = rflconfig.expand_runs(cfg)
+    assert {r["algorithm"]["name"] for r in runs if r["experiment"] == "lsa_e"} == {"fedavg", "scafflsa"}
+    # the exact oracle draws no transitions: one "sample" per agent; the pool oracle: pool
+    assert FederatedLSA.local_sizes_from(BASE["datasets"]["lsa_a"]["params"]) == [1] * 4
+    assert FederatedLSA.local_sizes_from(BASE["datasets"]["lsa_b"]["params"]) == [50] * 3
+    assert FederatedLSA.local_sizes_from({"setting": "homogeneous", "n_agents": 2}) == [10_000] * 2
+
+
+@pytest.mark.parametrize("path, value, key, allowed", [
+    (("datasets", "lsa_a", "params", "setting"), "mixed", "datasets.lsa_a.params.setting",
+     "homogeneous, heterogeneous"),
+    (("datasets", "lsa_a", "params", "setting"), KeyError, "datasets.lsa_a.params", "setting"),
+    (("datasets", "lsa_a", "params", "n_agents"), 1, "datasets.lsa_a.params.n_agents", "n_agents >= 2"),
+    (("datasets", "lsa_a", "params", "pool"), 100, "datasets.lsa_a.params.pool", "oracle 'pool'"),
+    (("datasets", "lsa_a", "params", "oracle"), "sample", "datasets.lsa_a.params.oracle", "pool, exact"),
+    (("datasets", "lsa_a", "params", "n_features"), 11, "datasets.lsa_a.params.n_features", "1..10"),
+    (("datasets", "lsa_a", "params", "branching"), 11, "datasets.lsa_a.params.branching", "1..10"),
+    # branching 1: the chain under the policy rarely has a closed class of >= 3 states
+    (("datasets", "lsa_a", "params", "branching"), 1, "datasets.lsa_a.params.n_features",
+     "fewer features or more states"),
+    (("datasets", "lsa_a", "params", "gamma"), 1.0, "datasets.lsa_a.params.gamma", ""),
+    (("datasets", "lsa_a", "params", "perturbation"), -0.1, "datasets.lsa_a.params.perturbation", ""),
+    (("datasets", "lsa_a", "params", "n_agent"), 3, "datasets.lsa_a.params", "n_agent"),
+    (("experiments", "lsa_e", "methods", 0, "algorithm"), "rfedags",
+     "experiments.lsa_e.methods.0.algorithm", "allowed here: fedavg, scafflsa"),
+    (("experiments", "lsa_e", "batch_size"), 2, "experiments.lsa_e.batch_size", "exact LSA oracle"),
+    (("experiments", "lsa_f", "batch_size"), 51, "experiments.lsa_f.batch_size", "allowed: 1..50"),
+    (("experiments", "cp_e", "methods", 0, "algorithm"), "scafflsa",
+     "experiments.cp_e.methods.0.algorithm", "needs a Euclidean problem"),
+    (("lsa", "experiments"), ["nope"], "lsa.experiments.0", "allowed: lsa_e, lsa_f, cp_e"),
+    (("lsa", "experiments"), ["cp_e"], "lsa.experiments.0", "allowed: lsa_e, lsa_f"),
+    (("lsa", "experiments"), [], "lsa.experiments", ""),
+    (("lsa", "tail"), 0, "lsa.tail", ""),
+    (("lsa", "figure"), "x", "lsa", "'figure' was unexpected"),
+    (("experiments", "lsa_e", "step"), {"rule": "decaying", "alpha0": 1.0, "beta": 1.0, "dec": 2},
+     "experiments.lsa_e.step.rule", "allowed: fixed"),
+    (("experiments", "lsa_e", "methods", 1, "participation"), 2,
+     "experiments.lsa_e.methods.1.participation", "null"),
+])
+def test_bad_lsa_keys_are_refused_naming_the_key(path, value, key, allowed):
+    with pytest.raises(ConfigError) as exc:
+        rflconfig.validate(_mutated(path, value))
+    msg = str(exc.value)
+    assert f"config key {key}" in msg, msg
+    assert allowed in msg, msg
+
+
+def test_lsa_experiments_outside_the_study_may_use_partial_participation():
+    cfg = _mutated(("lsa", "experiments"), ["lsa_f"])
+    cfg["experiments"]["lsa_e"]["methods"][1]["participation"] = 2
+    rflconfig.validate(cfg)
+
+
+# ---- data, reference, run record -----------------------------------------------------
+def test_generator_draws_the_same_mdps_with_or_without_a_pool():
+    """The pools are drawn last: the exact oracle's data (no pool) has the pool data's MDPs."""
+    params = dict(setting="heterogeneous", n_agents=4, n_states=10, n_features=3)
+    a = GENERATORS["lsa"](np.random.default_rng(5), oracle="exact", **params)
+    b = GENERATORS["lsa"](np.random.default_rng(5), oracle="pool", pool=30, **params)
+    for k in ("P", "R", "policy", "phi", "mu", "A_bar", "b_bar", "theta_star"):
+        np.testing.assert_array_equal(a[k], b[k])
+    assert a["states"].shape == (4, 0) and b["states"].shape == (4, 30)
+
+
+def _bias_sq(arrays, eta, H):
+    """||[mean_c (I - Gamma_c)]^-1 mean_c (I - Gamma_c)(theta*_c - theta*)||^2 from the data file's
+    exact moments, Gamma_c = (I - eta A_bar_c)^H (equal weights)."""
+    A, ts, tl = arrays["A_bar"], arrays["theta_star"], arrays["theta_star_local"]
+    eye = np.eye(A.shape[1])
+    M = np.stack([eye - np.linalg.matrix_power(eye - eta * Ac, H) for Ac in A])
+    bias = np.linalg.solve(M.mean(axis=0), np.einsum("cij,cj->i", M, tl - ts) / len(A))
+    return float(bias @ bias)
+
+
+@pytest.fixture(scope="module")
+def lsa_files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("lsa")
+    cfg = rflconfig.validate(BASE)
+    ds = rflconfig.dataset_spec(cfg, "lsa_a", "fixed")
+    runner.generate_data(ds, d / "data.npz")
+    runner.compute_reference(ds, d / "data.npz", d / "ref.npz")
+    return cfg, ds, d
+
+
+def test_reference_is_the_exact_theta_star_with_F_star_zero(lsa_files):
+    _, _, d = lsa_files
+    arrays, ref = io.read_arrays(d / "data.npz"), io.read_arrays(d / "ref.npz")
+    assert str(ref["method"]) == "closed_form" and float(ref["F_star"]) == 0.0
+    A, b = arrays["A_bar"].mean(axis=0), arrays["b_bar"].mean(axis=0)
+    np.testing.assert_allclose(A @ ref["x_star"], b, rtol=0, atol=1e-13)
+
+
+@pytest.mark.parametrize("algorithm", ["fedavg", "scafflsa"])
+def test_exact_oracle_runs_end_at_the_predicted_fixed_points(lsa_files, tmp_path, algorithm):
+    """FedLSA (exact oracle) converges to theta* + bias, so its last squared error is ||bias||^2
+    (computed here from the data arrays), recorded in the metadata; SCAFFLSA reaches theta*."""
+    cfg, ds, d = lsa_files
+    eta, H = 2.0, 5
+    spec = {"experiment": "lsa_e", "run_id": f"{algorithm}_K{H}_seed0", "dataset": ds, "geometry": {},
+            "algorithm": {"name": algorithm, "K": H, "batch_size": 1, "participation": None},
+            "step": {"rule": "fixed", "alpha": eta}, "rounds": 600, "seed": 0}
+    table = runner.run(spec, d / "data.npz", d / "ref.npz", tmp_path / "r.csv", tmp_path / "r.meta.json")
+    meta = io.read_json(tmp_path / "r.meta.json")
+    expected = _bias_sq(io.read_arrays(d / "data.npz"), eta, H)
+    assert expected > 1e-3                                   # heterogeneous: a real bias
+    pred = meta["predictions"]
+    assert pred["eta"] == eta and pred["H"] == H and pred["oracle"] == "exact"
+    assert pred["fedlsa_bias_sq"] == pytest.approx(expected, rel=1e-10)
+    assert 0 < pred["fedlsa_round_contraction"] < 1
+    last = float(table["excess_risk"].iloc[-1])
+    if algorithm == "fedavg":
+        assert last == pytest.approx(expected, rel=1e-9)
+    else:
+        assert last < 1e-20
+
+
+def test_no_prediction_without_its_assumptions(lsa_files):
+    cfg, ds, d = lsa_files
+    problem = runner.load_problem(ds, d / "data.npz")
+    base = {"algorithm": {"name": "fedavg", "K": 3, "batch_size": 1, "participation": None},
+            "step": {"rule": "fixed", "alpha": 1.0}}
+    assert problem.predictions(base)["H"] == 3
+    partial = copy.deepcopy(base)
+    partial["algorithm"]["participation"] = 2
+    decaying = dict(base, step={"rule": "decaying", "alpha0": 1.0, "beta": 1.0, "dec": 2})
+    assert problem.predictions(partial) == {} and problem.predictions(decaying) == {}
+
+
+# ---- the report on a synthetic result set ----------------------------------------------
+T, RHO = 40, 0.5
+
+
+def _write_run(root, setting, N, eta, H, method, seed, curve, predicted):
+    path = root / f"{setting}_N{N}_H{H}" / f"{method}_K{H}_seed{seed}.csv"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    io.write_table(path, pd.DataFrame({"round": np.arange(len(curve)), "excess_risk": curve,
+                                       "status": "ok"}))
+    spec = {"experiment": path.parent.name, "seed": seed,
+            "dataset": {"params": {"setting": setting, "n_agents": N, "oracle": "exact"}},
+            "algorithm": {"name": method, "K": H, "batch_size": 1, "participation": None},
+            "step": {"rule": "fixed", "alpha": eta}}
+    io.write_json(path.with_name(path.name[:-4] + ".meta.json"),
+                  {"spec": spec, "status": "ok", "predictions": {"fedlsa_bias_sq": predicted}})
+    return path
+
+
+@pytest.fixture
+def synthetic(tmp_path):
+    """FedLSA: B + C_s RHO^t, SCAFFLSA: C_s RHO^t (seeds s = 0, 1 with C = 2, 4), predicted
+    bias P; H = 1 with B = 0 and P = 0."""
+    cells = {("heterogeneous", 2, 4): (3.0, 3.0), ("heterogeneous", 2, 1): (0.0, 0.0),
+             ("homogeneous", 3, 4): (1e-6, 2e-6)}                 # (B, predicted P)
+    t = np.arange(T + 1)
+    paths = []
+    for (setting, N, H), (B, P) in cells.items():
+        for seed, C in ((0, 2.0), (1, 4.0)):
+            paths.append(_write_run(tmp_path / "runs", setting, N, 0.5, H, "fedavg", seed, B + C * RHO ** t, P))
+            paths.append(_write_run(tmp_path / "runs", setting, N, 0.5, H, "scafflsa", seed, C * RHO ** t, P))
+    return tmp_path, paths, cells
+
+
+def test_summary_is_the_closed_form_of_the_synthetic_curves(synthetic):
+    root, paths, cells = synthetic
+    table = lsa_report.summary(lsa_report.collect(paths), tail=0.1)
+    assert len(table) == 3
+    n = round(0.1 * T)                          # the window: the last n = 4 rounds
+    window = RHO ** np.arange(T - n + 1, T + 1)
+    C = 3.0                                     # mean over seeds of C_s
+    for (setting, N, H), (B, P) in cells.items():
+        row = table[(table["setting"] == setting) & (table["N"] == N) & (table["H"] == H)].iloc[0]
+        plateau = B + C * window.mean()
+        assert row["fedlsa_plateau"] == pytest.approx(plateau, rel=1e-12)
+        assert row["scafflsa_last"] == pytest.approx(C * RHO ** T, rel=1e-12)
+        assert row["scafflsa_factor"] == pytest.approx(plateau / (C * RHO ** T), rel=1e-12)
+        assert row["fedlsa_window_ratio"] == pytest.approx((B + C * window[0]) / (B + C * RHO ** T), rel=1e-12)
+        assert row["initial"] == pytest.approx(B + C) and row["rounds"] == T
+        assert row["fedlsa_seeds"] == 2 and row["scafflsa_seeds"] == 2
+        if H == 1:
+            assert np.isnan(row["rel_error"])   # the bias is 0: no relative error
+        else:
+            assert row["rel_error"] == pytest.approx(abs(plateau - P) / P, rel=1e-12)
+
+
+def test_cli_writes_the_table_and_one_figure_per_setting(synthetic):
+    root, paths, _ = synthetic
+    spec = root / "lsa.json"
+    spec.write_text(json.dumps({"experiments": ["x"], "settings": ["heterogeneous", "homogeneous"],
+                                "tail": 0.1}))
+    out = root / "tables" / "fedlsa_bias.csv"
+    figs = [root / "figs" / f"fig_{s}.pdf" for s in ("heterogeneous", "homogeneous")]
+    assert cli.main(["lsa", str(spec), str(out)] + [str(p) for p in paths]
+                    + ["--figures"] + [str(f) for f in figs]) == 0
+    for f in figs:
+        for path in (f, f.with_suffix(".png")):
+            assert path.is_file() and path.stat().st_size > 1000
+    assert len(io.read_table(out)) == 3 and out.with_suffix(".md").is_file()
+    with pytest.raises(ValueError, match="no FedLSA/SCAFFLSA run in setting 'mixed'"):
+        lsa_report.lsa_study({"settings": ["mixed"], "tail": 0.1}, out, [root / "m.pdf"], paths)
+
+
+@pytest.mark.parametrize("spec, figures, message", [
+    ({"experiments": ["x"], "tail": 0.1}, ["a.pdf"], "'settings' is missing"),
+    ({"experiments": ["x"], "tail": 0.1, "settings": ["homogeneous", "heterogeneous"]}, ["a.pdf"],
+     "2 setting(s)"),
+])
+def test_cli_refuses_a_bad_spec_or_figure_list(synthetic, capsys, spec, figures, message):
+    root, paths, _ = synthetic
+    path = root / "bad.json"
+    path.write_text(json.dumps(spec))
+    argv = ["lsa", str(path), str(root / "o.csv")] + [str(p) for p in paths] + ["--figures"] + figures
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+    assert not (root / "o.csv").exists()
+
+
+def _section(root, table):
+    path = root / "fedlsa_bias.csv"
+    io.write_table(path, table)
+    rep = Report()
+    lsa_section(rep, {"config": {"lsa": {"tail": 0.1}}, "tables": {"lsa": str(path)}})
+    return rep
+
+
+def test_reproduction_verdicts_follow_their_rules(synthetic):
+    root, paths, _ = synthetic
+    table = lsa_report.summary(lsa_report.collect(paths), tail=0.1)
+    # synthetic: rel. error of the H = 4 cells ~ C RHO^37 / B, tiny; factor = B / (C RHO^40) huge
+    rep = _section(root, table)
+    assert ("FedLSA / TD(0)", "FedLSA plateau = predicted bias", "partly reproduced") in rep.summary
+    # (the homogeneous cell predicts 2e-6 for a plateau of 1e-6: 50% off, so only "partly")
+    assert ("SCAFFLSA / TD(0)", "SCAFFLSA removes the heterogeneity bias", "reproduced") in rep.summary
+    good = table[table["setting"] == "heterogeneous"]
+    rep = _section(root, good)
+    assert ("FedLSA / TD(0)", "FedLSA plateau = predicted bias", "reproduced") in rep.summary
+    worse = good.assign(scafflsa_factor=good["scafflsa_factor"].where(good["H"] == 1, 2.0))
+    rep = _section(root, worse)
+    assert ("SCAFFLSA / TD(0)", "SCAFFLSA removes the heterogeneity bias", "not reproduced") in rep.summary
+    assert any("factor 2" in line for line in rep.lines)
