@@ -20,7 +20,7 @@ class FedAvg(FederatedAlgorithm):
     def round(self, x_t, t, sampler):
         agents = sampler.participants()
         alpha = self.step_size(t)
-        x = self.broadcast(x_t, agents.shape[0])
+        x = self.broadcast(x_t, agents.shape[0])                 # a fresh array: updated in place
         for _ in range(self.K):
-            x = x - alpha * self.problem.minibatch_egrad(x, agents, sampler.batches(agents))
+            x -= alpha * self.problem.minibatch_egrad(x, agents, sampler.batches(agents))
         return np.tensordot(sampler.weights(self.problem.local_sizes, agents), x, axes=1)

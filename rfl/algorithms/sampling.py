@@ -40,14 +40,24 @@ class AgentSampler:
         return np.sort(self.rng.choice(S, size=self.participation, replace=False))
 
     def batches(self, agents: np.ndarray) -> np.ndarray:
-        """A mini-batch of B distinct sample indices per agent: ``(s, B)``."""
-        sizes = self.local_sizes[agents]
-        n_max = int(sizes.max())
-        keys = self.rng.random((agents.shape[0], n_max))
-        if not self._uniform:
+        """A mini-batch of B distinct sample indices per agent: ``(s, B)``.
+
+        One uniform key per local sample, the B smallest keys win (B = 1: ``argmin``, the
+        same index as the partition's first entry, at a fraction of its cost)."""
+        if self._uniform:
+            n_max = int(self.local_sizes[0])
+            keys = self.rng.random((agents.shape[0], n_max))
+        else:
+            sizes = self.local_sizes[agents]
+            n_max = int(sizes.max())
+            keys = self.rng.random((agents.shape[0], n_max))
             keys[np.arange(n_max)[None, :] >= sizes[:, None]] = np.inf
         if self.batch_size == n_max:
+            if n_max == 1:                    # the keys are still drawn: the stream is unchanged
+                return np.zeros((agents.shape[0], 1), dtype=np.intp)
             return np.argsort(keys, axis=1)
+        if self.batch_size == 1:
+            return np.argmin(keys, axis=1)[:, None]
         return np.argpartition(keys, self.batch_size - 1, axis=1)[:, : self.batch_size]
 
     @staticmethod

@@ -20,12 +20,37 @@ def _sym(a: np.ndarray) -> np.ndarray:
     return 0.5 * (a + _t(a))
 
 
+def eigh_sym(a: np.ndarray):
+    """Eigenvalues (ascending) and eigenvectors of symmetric ``a: (..., n, n)``, as
+    ``np.linalg.eigh`` (which reads the lower triangle; so does this).
+
+    n = 2 (CFMSPD's SPD(2)) in closed form, vectorised over the batch instead of one LAPACK
+    call per matrix: with m = (a11 + a22)/2, h = (a11 - a22)/2 and b = a21, the eigenvalues
+    are m -+ hypot(h, b) and the eigenvector of the larger one is (cos t, sin t), t =
+    atan2(b, h)/2 (tan 2t = 2b / (a11 - a22)); the other is (-sin t, cos t). Both are accurate
+    to O(eps ||a||), as LAPACK's.
+    """
+    if a.shape[-1] != 2:
+        return np.linalg.eigh(a)
+    p, b, q = a[..., 0, 0], a[..., 1, 0], a[..., 1, 1]
+    h = 0.5 * (p - q)
+    r = np.hypot(h, b)
+    m = 0.5 * (p + q)
+    w = np.stack([m - r, m + r], axis=-1)
+    t = 0.5 * np.arctan2(b, h)
+    c, s = np.cos(t), np.sin(t)
+    v = np.empty(a.shape)
+    v[..., 0, 0], v[..., 1, 0] = -s, c
+    v[..., 0, 1], v[..., 1, 1] = c, s
+    return w, v
+
+
 def _symfun(a: np.ndarray, *fs):
     """f(A) = W f(Lambda) W^T for symmetric A = W Lambda W^T, one per f.
 
-    ``a: (..., n, n)``; one batched ``np.linalg.eigh`` serves all ``fs``.
+    ``a: (..., n, n)``; one batched eigendecomposition (``eigh_sym``) serves all ``fs``.
     """
-    w, v = np.linalg.eigh(a)
+    w, v = eigh_sym(a)
     out = tuple(_sym((v * f(w)[..., None, :]) @ _t(v)) for f in fs)
     return out if len(out) > 1 else out[0]
 

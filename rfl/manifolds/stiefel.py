@@ -25,10 +25,61 @@ def _skew(a: np.ndarray) -> np.ndarray:
     return 0.5 * (a - _t(a))
 
 
-def _polar(a: np.ndarray) -> np.ndarray:
-    """Orthonormal polar factor P Q^T of the thin SVD a = P S Q^T: ``(..., n, p)``."""
+#: ``_polar`` uses the Gram matrix when its eigenvalues are within this ratio (condition number
+#: of ``a`` at most 4, so the factor is orthonormal to a few eps); the thin SVD otherwise
+_POLAR_GRAM_RATIO = 1.0 / 16.0
+
+
+def _polar_svd(a: np.ndarray) -> np.ndarray:
     u, _, vt = np.linalg.svd(a, full_matrices=False)
     return u @ vt
+
+
+def _gram_inv_sqrt(c: np.ndarray):
+    """C^{-1/2} of Gram matrices ``c: (..., p, p)`` and the mask of those whose eigenvalues are
+    within the ratio ``_POLAR_GRAM_RATIO`` (where C^{-1/2} is used; the others hold garbage).
+
+    p = 2 in closed form (MBCFSti's St(2, 25)): with s = sqrt(det C) and t = sqrt(tr C + 2 s),
+    sqrt(C) = (C + s I) / t, whose inverse is [[c22 + s, -c12], [-c12, c11 + s]] / (s t)
+    (det(C + s I) = s t^2); any other p from one p x p ``eigh``.
+    """
+    if c.shape[-1] == 2:
+        p, b, q = c[..., 0, 0], c[..., 0, 1], c[..., 1, 1]
+        tr = p + q
+        h = np.hypot(0.5 * (p - q), b)                                 # eigenvalues tr/2 -+ h
+        good = 0.5 * tr - h > _POLAR_GRAM_RATIO * (0.5 * tr + h)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            s = np.sqrt(p * q - b * b)
+            f = 1.0 / (s * np.sqrt(tr + 2.0 * s))
+        m = np.empty_like(c)
+        m[..., 0, 0] = (q + s) * f
+        m[..., 1, 1] = (p + s) * f
+        m[..., 0, 1] = m[..., 1, 0] = -b * f
+        return m, good
+    w, v = np.linalg.eigh(c)                                           # (..., p), (..., p, p)
+    good = w[..., 0] > _POLAR_GRAM_RATIO * w[..., -1]
+    w = np.where(good[..., None], w, 1.0)
+    return (v / np.sqrt(w)[..., None, :]) @ _t(v), good
+
+
+def _polar(a: np.ndarray) -> np.ndarray:
+    """Orthonormal polar factor P Q^T of the thin SVD a = P S Q^T: ``(..., n, p)``, n >= p.
+
+    Computed as a (a^T a)^{-1/2} from the p x p Gram matrix (the same matrix:
+    a (a^T a)^{-1/2} = P S Q^T Q S^{-1} Q^T = P Q^T; ``_gram_inv_sqrt``), which costs a p x p
+    problem per agent instead of an n x p SVD. Its rounding error in Q^T Q - I grows like
+    eps cond(a)^2, so matrices whose Gram eigenvalues spread by more than 1/_POLAR_GRAM_RATIO
+    (cond(a) > 4) take the SVD instead. Retraction steps are far from that: for V in T_X St,
+    (X + V)^T (X + V) = I + V^T V.
+    """
+    p = a.shape[-1]
+    if p == 1:
+        return a / np.linalg.norm(a, axis=-2, keepdims=True)
+    m, good = _gram_inv_sqrt(_t(a) @ a)
+    q = a @ m
+    if not np.all(good):
+        q[~good] = _polar_svd(a[~good])
+    return q
 
 
 def _qf(a: np.ndarray) -> np.ndarray:
@@ -55,11 +106,19 @@ def complement_transport(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndar
     also give an isometry, but it jumps wherever a Householder pivot changes sign, so two
     nearby points can get a transport far from the identity (measured: 0.3-0.8 errors for
     steps of 1e-2 on 0.3-0.6% of random pairs), which corrupts a sum of transported vectors.
+
+    Computed without the n x p SVD: X^T Y = P diag(c) V^T (c: the cosines, V: the same right
+    singular vectors as those of Ytil = (I - X X^T) Y, since Ytil^T Ytil = I - Y^T X X^T Y), so
+    Z = Ytil V diag(1/s) and Z diag(d) Z^T = Ytil V diag(d / s^2) V^T Ytil^T with
+    d / s^2 = 1 / (c (1 + c)): one p x p SVD per agent, no cancellation in d for small angles
+    (where Z is undefined but d / s^2 -> 1/2), and c read off directly (accurate near pi/2).
     """
-    ytil = y - x @ (_t(x) @ y)
-    z, s, _ = np.linalg.svd(ytil, full_matrices=False)
-    d = 1.0 / np.sqrt(np.clip(1.0 - s**2, np.finfo(float).tiny, None)) - 1.0
-    w = w + z @ (d[..., :, None] * (_t(z) @ w))
+    a = _t(x) @ y                                                      # (..., p, p)
+    ytil = y - x @ a                                                   # (..., n, p)
+    _, c, vt = np.linalg.svd(a)                                        # cosines, V^T
+    c = np.maximum(c, np.sqrt(np.finfo(float).tiny))
+    g = _t(vt) @ (vt / (c * (1.0 + c))[..., :, None])                  # V diag(d / s^2) V^T
+    w = w + ytil @ (g @ (_t(ytil) @ w))
     return w - y @ (_t(y) @ w)
 
 

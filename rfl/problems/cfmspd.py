@@ -15,7 +15,7 @@ Euclidean gradient G to X sym(G) X, so the (symmetric) Euclidean gradient is
 checked against central finite differences in tests/test_cfmspd.py. Over a
 batch, X^{-1/2} is common to every sample, so the batch mean of the logm's is
 taken before the outer products. Everything is batched over agents and samples
-with ``np.linalg.eigh``.
+with ``eigh_sym`` (``np.linalg.eigh``, closed form for d = 2).
 
 There is no closed-form Fréchet mean: ``closed_form_optimum`` returns None.
 ``frechet_mean_fixed_point`` gives the Karcher mean of a set of matrices by
@@ -27,7 +27,9 @@ from __future__ import annotations
 import numpy as np
 
 from rfl.manifolds import SPD
+from rfl.manifolds.spd import eigh_sym
 
+from ._batching import batch_chunks
 from .base import Problem
 
 
@@ -46,7 +48,7 @@ def _eigfun(w: np.ndarray, v: np.ndarray, fw: np.ndarray) -> np.ndarray:
 
 def _sqrt_isqrt(x: np.ndarray):
     """X^{1/2}, X^{-1/2} for SPD ``x: (..., d, d)``."""
-    w, v = np.linalg.eigh(x)
+    w, v = eigh_sym(x)
     return _eigfun(w, v, np.sqrt(w)), _eigfun(w, v, 1.0 / np.sqrt(w))
 
 
@@ -57,7 +59,7 @@ def _whitened_eigs(x: np.ndarray, z: np.ndarray):
     """
     _, xih = _sqrt_isqrt(x)
     m = _sym(xih[:, None] @ z @ xih[:, None])
-    w, v = np.linalg.eigh(m)
+    w, v = eigh_sym(m)
     return xih, w, v
 
 
@@ -94,20 +96,20 @@ def frechet_mean_fixed_point(Z_all: np.ndarray, tol: float = 1e-12, max_iter: in
     d = Z.shape[-1]
     Z = Z.reshape(-1, d, d)
     if x0 is None:
-        w, v = np.linalg.eigh(Z)
-        lw, lv = np.linalg.eigh(_eigfun(w, v, np.log(w)).mean(axis=0))
+        w, v = eigh_sym(Z)
+        lw, lv = eigh_sym(_eigfun(w, v, np.log(w)).mean(axis=0))
         x = _eigfun(lw, lv, np.exp(lw))
     else:
         x = _sym(np.asarray(x0, dtype=float))
     nrm = np.inf
     for _ in range(max_iter):
         xh, xih = _sqrt_isqrt(x)
-        w, v = np.linalg.eigh(_sym(xih @ Z @ xih))
+        w, v = eigh_sym(_sym(xih @ Z @ xih))
         L = _eigfun(w, v, np.log(w)).mean(axis=0)
         nrm = float(np.linalg.norm(L))
         if nrm < tol:
             return x
-        lw, lv = np.linalg.eigh(L)
+        lw, lv = eigh_sym(L)
         x = _sym(xh @ _eigfun(lw, lv, np.exp(lw)) @ xh)
     raise RuntimeError(f"Karcher fixed point did not reach tol={tol} in {max_iter} "
                        f"iterations (last ||mean Log||={nrm:.3e})")
@@ -138,14 +140,30 @@ class CFMSPD(Problem):
         self.local_sizes = np.full(S, N)
 
     def minibatch_egrad(self, x, agents, batch):
-        """-2 X^{-1/2} [mean_{b} logm(X^{-1/2} Z_b X^{-1/2})] X^{-1/2}: x (s, d, d), batch (s, B)."""
-        return _egrad_from(x, self.Z[agents[:, None], batch])
+        """-2 X^{-1/2} [mean_{b} logm(X^{-1/2} Z_b X^{-1/2})] X^{-1/2}: x (s, d, d), batch (s, B).
+
+        The selected samples are gathered in chunks of agents (``rfl.problems._batching``; one
+        eigendecomposition per sample, so never all N samples), which bounds the temporaries
+        of the batched ``eigh`` by the chunk size."""
+        x = np.asarray(x, dtype=float)
+        out = np.empty(x.shape)
+        for i, j, rows, _ in batch_chunks(self.Z, np.asarray(agents), np.asarray(batch), dense=False):
+            out[i:j] = _egrad_from(x[i:j], rows)
+        return out
 
     def local_egrad(self, x, agents):
-        return _egrad_from(x, self.Z[agents])
+        x = np.asarray(x, dtype=float)
+        out = np.empty(x.shape)
+        for i, j, rows, _ in batch_chunks(self.Z, np.asarray(agents), None):
+            out[i:j] = _egrad_from(x[i:j], rows)
+        return out
 
     def local_cost(self, x, agents):
-        return _cost_from(x, self.Z[agents])
+        x = np.asarray(x, dtype=float)
+        out = np.empty(x.shape[0])
+        for i, j, rows, _ in batch_chunks(self.Z, np.asarray(agents), None):
+            out[i:j] = _cost_from(x[i:j], rows)
+        return out
 
     def _all_agents(self, x):
         S = self.n_agents

@@ -12,7 +12,12 @@ import numpy as np
 
 from rfl.manifolds import Sphere
 
+from ._batching import batch_chunks
 from .base import Problem
+
+
+def _t(a: np.ndarray) -> np.ndarray:
+    return a.swapaxes(-1, -2)
 
 
 class CPESph(Problem):
@@ -39,10 +44,21 @@ class CPESph(Problem):
         self.C = np.einsum("s,snm->nm", self.weights, self._local_cov)      # pooled covariance
 
     def minibatch_egrad(self, x, agents, batch):
-        """-(2/B) Z_b^T Z_b x for each agent: x (s, n), batch (s, B) -> (s, n)."""
-        zb = self.Z[agents[:, None], batch]                    # (s, B, n)
-        proj = np.einsum("sbn,sn->sb", zb, x)
-        return -2.0 / batch.shape[1] * np.einsum("sb,sbn->sn", proj, zb)
+        """-(2/B) Z_b^T Z_b x for each agent: x (s, n), batch (s, B) -> (s, n).
+
+        Two products per agent, Z_b x then Z_b^T (Z_b x), on chunks of agents read once
+        (``rfl.problems._batching.batch_chunks``: the selected rows, or all N rows with the
+        projections weighted by each row's multiplicity in the batch)."""
+        x = np.asarray(x, dtype=float)
+        batch = np.asarray(batch)
+        out = np.empty(x.shape)
+        for i, j, rows, w in batch_chunks(self.Z, np.asarray(agents), batch):
+            proj = rows @ x[i:j, :, None]                      # z^T x: (c, T, 1)
+            if w is not None:
+                proj *= w[..., None]
+            np.matmul(_t(proj), rows, out=out[i:j, None, :])   # sum_b (z_b^T x) z_b^T
+        out *= -2.0 / batch.shape[1]
+        return out
 
     def local_egrad(self, x, agents):
         return -2.0 * np.einsum("snm,sm->sn", self._local_cov[agents], x)

@@ -27,6 +27,7 @@ import numpy as np
 from rfl.data.kpca import n_per_agent_from
 from rfl.manifolds import Grassmann, Stiefel
 
+from ._batching import batch_chunks
 from .base import Problem
 
 
@@ -68,9 +69,21 @@ class KPCA(Problem):
         self.A_bar = np.einsum("s,skl->kl", self.weights, self.A_local)   # pooled A
 
     def minibatch_egrad(self, x, agents, batch):
-        """-(1/B) Z_b^T Z_b X: x (s, d, r), batch (s, B) -> (s, d, r)."""
-        zb = self.Z[agents[:, None], batch]                                 # (s, B, d)
-        return -(zb.swapaxes(-1, -2) @ (zb @ x)) / batch.shape[1]
+        """-(1/B) Z_b^T Z_b X: x (s, d, r), batch (s, B) -> (s, d, r).
+
+        Z_b X, then Z_b^T (Z_b X), on chunks of agents read once
+        (``rfl.problems._batching.batch_chunks``: the selected rows, or all N rows with the
+        products weighted by each row's multiplicity in the batch)."""
+        x = np.asarray(x, dtype=float)
+        batch = np.asarray(batch)
+        out = np.empty(x.shape)
+        for i, j, rows, w in batch_chunks(self.Z, np.asarray(agents), batch):
+            zx = rows @ x[i:j]                                              # (c, T, r)
+            if w is not None:
+                zx *= w[..., None]
+            np.matmul(rows.swapaxes(-1, -2), zx, out=out[i:j])
+        out /= -batch.shape[1]
+        return out
 
     def local_egrad(self, x, agents):
         return -(self.A_local[agents] @ x)

@@ -20,6 +20,7 @@ import numpy as np
 
 from rfl.manifolds import Stiefel
 
+from ._batching import batch_chunks
 from .base import Problem
 
 
@@ -57,11 +58,70 @@ class MBCFSti(Problem):
         self.h = np.arange(self.p, 0, -1, dtype=float)                      # diag(H) = (p, ..., 1)
         self._local_mean = self.A.mean(axis=1)                             # (S, d, d)
         self.A_bar = np.einsum("s,sij->ij", self.weights, self._local_mean)
+        self._triu = np.triu_indices(d)
+        self._packed = self._pack_upper(self.A, self._triu)                 # (S, N, d(d+1)/2) or None
+        position = np.empty((d, d), dtype=np.intp)                          # packed index of (k, l)
+        position[self._triu] = np.arange(self._triu[0].size)
+        position[self._triu[1], self._triu[0]] = position[self._triu]
+        self._unpack = position.ravel()
+
+    @staticmethod
+    def _pack_upper(A: np.ndarray, triu) -> np.ndarray | None:
+        """The upper triangles of the A_ij, row by row: ``(S, N, d (d + 1) / 2)``, or None when
+        some A_ij is not exactly symmetric (then the kernels read the full matrices). A
+        mini-batch sum of symmetric matrices is symmetric, so it is summed in this packed form,
+        which reads 52% of the bytes of the full matrices for d = 25 (one copy, kept)."""
+        S, N = A.shape[:2]
+        step = max(1, (1 << 20) // max(1, A[0].nbytes))            # ~1 MB of A per check
+        packed = np.empty((S, N, triu[0].size))
+        for i in range(0, S, step):
+            chunk = A[i:i + step]
+            if not np.array_equal(chunk, chunk.swapaxes(-1, -2)):
+                return None
+            packed[i:i + step] = chunk[..., triu[0], triu[1]]
+        return packed
+
+    #: bytes of samples per chunk of ``batch_mean``: one pass over the samples (no reuse from
+    #: cache), so large chunks, which amortise einsum's setup per call
+    CHUNK_BYTES = 32 << 20
+
+    def _batch_sums(self, agents, batch):
+        """Yield ``(i, j, mean)``: (1/B) sum_{b in batch_r} A_{r,b} for rows r = i..j-1, as
+        (j - i, d, d), chunk by chunk (``rfl.problems._batching.batch_chunks``): the B selected
+        matrices gathered, or, for large B / N, all N matrices of each agent weighted by their
+        multiplicity in the batch; summed in the packed upper triangles when A is symmetric.
+        Everything is per chunk, so no temporary grows with S beyond (S, d(d+1)/2) weights."""
+        S, N, d, _ = self.A.shape
+        data = self.A.reshape(S, N, d * d) if self._packed is None else self._packed
+        s, B = agents.shape[0], batch.shape[1]
+        for i, j, rows, w in batch_chunks(data, agents, batch, chunk_bytes=self.CHUNK_BYTES):
+            if w is None:
+                total = rows.sum(axis=1)
+            elif j - i == s:                 # all in one chunk (small, cache-resident): BLAS
+                total = (w[:, None, :] @ rows)[:, 0]
+            else:                            # streamed from memory: einsum keeps up with it
+                total = np.einsum("cn,cnk->ck", w, rows)
+            total /= B
+            if self._packed is not None:
+                total = np.take(total, self._unpack, axis=1)
+            yield i, j, total.reshape(j - i, d, d)
+
+    def batch_mean(self, agents, batch):
+        """(1/B) sum_{b in batch_j} A_{j,b} for each row: agents (s,), batch (s, B) -> (s, d, d)."""
+        agents, batch = np.asarray(agents), np.asarray(batch)
+        mean = np.empty((agents.shape[0],) + self.A.shape[2:])
+        for i, j, m in self._batch_sums(agents, batch):
+            mean[i:j] = m
+        return mean
 
     def minibatch_egrad(self, x, agents, batch):
         """(2/B) sum_b A_b X H: x (s, d, p), batch (s, B) -> (s, d, p)."""
-        ab = self.A[agents[:, None], batch]                                 # (s, B, d, d)
-        return 2.0 * (ab.mean(axis=1) @ x) * self.h
+        agents, batch = np.asarray(agents), np.asarray(batch)
+        out = np.empty(np.shape(x))
+        for i, j, m in self._batch_sums(agents, batch):
+            np.matmul(m, x[i:j], out=out[i:j])
+        out *= 2.0 * self.h
+        return out
 
     def local_egrad(self, x, agents):
         return 2.0 * (self._local_mean[agents] @ x) * self.h
