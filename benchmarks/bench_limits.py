@@ -1,0 +1,127 @@
+"""Issue 5, target 2: time per local step against the physical limit, at S = 1000 agents.
+
+A local step must read at least the mini-batch's data. The limit is (bytes that must be read)
+/ (read bandwidth), the bandwidth measured in the same call by a numpy streaming reduction
+(``sum`` over 512 MiB, ``_common.Bandwidth``), interleaved with the rounds (``_common``).
+``track_memory_ratio_*`` = (time of one RFedAGS round / K) / limit; target <= 1.5.
+
+Bytes that must be read per agent and local step:
+- MBCFSti (S=1000, N=50, d=25, p=2, B=25, K=10; polar retraction, projection transport):
+  B d^2 float64 (the issue's definition);
+- CPESph (S=1000, N=80, d+1=26, B=64, K=10; normalisation, parallel transport): B (d+1) float64;
+- multitask (S=1000, N=50 tasks, m=100, r=5, B=25, K=10, tasks of d_ij ~ U{10..50} rows stored
+  padded to D=50; SVD retraction, parallelization transport): the B tasks' valid rows,
+  B E[d_ij] (m + 1) float64 (``track_memory_ratio_multitask``), and, for the padded layout
+  the kernels actually stream, B D (m + 1) float64 (stderr).
+
+The time per step includes everything a local step does (the sampler's draws, the gradient,
+the transport and the retraction); ``track_kernel_ratio_*`` is the mini-batch gradient alone
+(a fixed batch), to separate the data-reading kernel from the rest. Details of each
+measurement (bandwidth, milliseconds) go to stderr (``asv run --show-stderr``).
+
+These benchmarks hold 0.3-2.6 GB of data ("Large": excluded from the CI quick run).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._common import (Bandwidth, cpesph_arrays, interleaved_best, mbcfsti_arrays, multitask_arrays,
+                      report, round_function)
+from rfl.algorithms import Fixed, RFedAGS
+from rfl.problems import PROBLEMS
+
+S = 1000
+K = 10
+REPEAT = 5
+
+
+class _Limit:
+    timeout = 1200
+    rounds = 1
+    repeat = 1
+    number = 1
+    warmup_time = 0
+
+    def _build(self, name, arrays, params, geometry, B, alpha):
+        self.problem = PROBLEMS[name].from_arrays(arrays, params, **geometry)
+        self.B = B
+        alg = RFedAGS(self.problem, Fixed(alpha), K, B)
+        x0 = self.problem.initial_point(np.random.default_rng(1))
+        self.round = round_function(alg, x0)
+        rng = np.random.default_rng(2)
+        self.agents = np.arange(S)
+        self.batch = alg.sampler(rng).batches(self.agents)
+        self.x = np.repeat(x0[None], S, axis=0)
+        self.bandwidth = Bandwidth()
+
+    def _kernel(self):
+        self.problem.minibatch_egrad(self.x, self.agents, self.batch)
+
+    def _ratios(self, name, need_bytes: dict):
+        best = interleaved_best({"bandwidth": self.bandwidth, "round": self.round,
+                                 "kernel": self._kernel}, REPEAT, number=1)
+        bw = self.bandwidth.nbytes / best["bandwidth"]
+        step = best["round"] / K
+        out = {}
+        for label, nbytes in need_bytes.items():
+            limit = nbytes / bw
+            out[label] = (step / limit, best["kernel"] / limit)
+            report(f"memory limit {name} [{label}]: S={S}, read bandwidth {bw / 1e9:.1f} GB/s, "
+                   f"{nbytes / 1e6:.1f} MB per step -> limit {1e3 * limit:.2f} ms; local step "
+                   f"{1e3 * step:.2f} ms (ratio {step / limit:.2f}), gradient kernel "
+                   f"{1e3 * best['kernel']:.2f} ms (ratio {best['kernel'] / limit:.2f})")
+        return out
+
+
+class MBCFStiLarge(_Limit):
+    def setup(self):
+        self._build("mbcfsti", mbcfsti_arrays(S), {"p": 2},
+                    {"retraction": "polar", "transport": "projection"}, B=25, alpha=3e-3)
+        d = self.problem.d
+        self.need = {"B d^2": S * self.B * d * d * 8}
+
+    def track_memory_ratio_mbcfsti(self):
+        return self._ratios("mbcfsti", self.need)["B d^2"][0]
+
+    def track_kernel_ratio_mbcfsti(self):
+        return self._ratios("mbcfsti", self.need)["B d^2"][1]
+
+    track_memory_ratio_mbcfsti.unit = track_kernel_ratio_mbcfsti.unit = "time / limit"
+
+
+class CPESphLarge(_Limit):
+    def setup(self):
+        self._build("cpesph", cpesph_arrays(S), {},
+                    {"retraction": "normalize", "transport": "parallel"}, B=64, alpha=1.0)
+        n = self.problem.Z.shape[2]
+        self.need = {"B (d+1)": S * self.B * n * 8}
+
+    def track_memory_ratio_cpesph(self):
+        return self._ratios("cpesph", self.need)["B (d+1)"][0]
+
+    def track_kernel_ratio_cpesph(self):
+        return self._ratios("cpesph", self.need)["B (d+1)"][1]
+
+    track_memory_ratio_cpesph.unit = track_kernel_ratio_cpesph.unit = "time / limit"
+
+
+class MultitaskLarge(_Limit):
+    timeout = 1800
+
+    def setup(self):
+        arrays = multitask_arrays(S)
+        self._build("multitask", arrays, {"r": 5, "lam": 0.0},
+                    {"retraction": "svd", "transport": "parallelization"}, B=25, alpha=3e-3)
+        D, m = self.problem.X.shape[2:]
+        # expected valid rows of B tasks, d_ij ~ U{10, ..., 50}: B * 30 per agent
+        mean_rows = float(self.problem.d.mean())
+        self.need = {"valid rows": S * self.B * mean_rows * (m + 1) * 8,
+                     "padded rows": S * self.B * D * (m + 1) * 8}
+
+    def track_memory_ratio_multitask(self):
+        """Against the valid rows; the padded-layout and kernel-only ratios go to stderr (one
+        measurement: the 2 GB of data are built once per benchmark)."""
+        return self._ratios("multitask", self.need)["valid rows"][0]
+
+    track_memory_ratio_multitask.unit = "time / limit"
