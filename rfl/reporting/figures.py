@@ -31,6 +31,15 @@ FLOOR = 1e-16   # values below this (round-off) are drawn at the floor of a log 
 LOG_METRICS = {"excess_risk", "grad_norm", "dist_to_opt", "subspace_dist"}
 
 
+def save_figure(fig, out_pdf) -> None:
+    """Write ``fig`` to ``out_pdf`` and the PNG beside it (each atomically), then close it."""
+    out_pdf = Path(out_pdf)
+    for path in (out_pdf, out_pdf.with_suffix(".png")):
+        with io.atomic_path(path) as tmp:
+            fig.savefig(tmp, format=path.suffix[1:], dpi=150)
+    plt.close(fig)
+
+
 def meta_path(table_path) -> Path:
     p = Path(table_path)
     return p.with_name(p.name[: -len(".csv")] + ".meta.json")
@@ -140,8 +149,4 @@ def experiment_figure(spec: dict, tables, out_pdf) -> None:
     fig.suptitle(f"{spec['title']}  (median over {n_seeds} seeds, band: min-max)", fontsize=9)
     axes[0][0].legend(fontsize=7, ncol=2)
     fig.tight_layout()
-    out_pdf = Path(out_pdf)
-    for path in (out_pdf, out_pdf.with_suffix(".png")):
-        with io.atomic_path(path) as tmp:
-            fig.savefig(tmp, format=path.suffix[1:], dpi=150)
-    plt.close(fig)
+    save_figure(fig, out_pdf)

@@ -19,7 +19,7 @@ import pandas as pd  # noqa: E402
 
 from rfl import io  # noqa: E402
 
-from .figures import NAMES, meta_path  # noqa: E402
+from .figures import NAMES, meta_path, save_figure  # noqa: E402
 from .tables import write_markdown  # noqa: E402
 
 
@@ -78,8 +78,5 @@ def heterogeneity(spec: dict, out_pdf, out_csv, tables) -> pd.DataFrame:
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=7)
     fig.tight_layout()
-    for path in (Path(out_pdf), Path(out_pdf).with_suffix(".png")):
-        with io.atomic_path(path) as tmp:
-            fig.savefig(tmp, format=path.suffix[1:], dpi=150)
-    plt.close(fig)
+    save_figure(fig, out_pdf)
     return agg

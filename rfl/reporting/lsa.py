@@ -36,7 +36,7 @@ import pandas as pd  # noqa: E402
 
 from rfl import io  # noqa: E402
 
-from .figures import meta_path  # noqa: E402
+from .figures import meta_path, save_figure  # noqa: E402
 from .tables import write_markdown  # noqa: E402
 
 FEDLSA, SCAFFLSA = "fedavg", "scafflsa"
@@ -194,11 +194,7 @@ def draw(runs: list[dict], setting: str, out_pdf) -> None:
                  f"(band: min-max), oracle: {oracles}\nvalues below {FLOOR:.0e} (round-off) are "
                  f"drawn at {FLOOR:.0e}; no bias line for H = 1 (the bias is 0)", fontsize=8)
     fig.tight_layout()
-    out_pdf = Path(out_pdf)
-    for path in (out_pdf, out_pdf.with_suffix(".png")):
-        with io.atomic_path(path) as tmp:
-            fig.savefig(tmp, format=path.suffix[1:], dpi=150)
-    plt.close(fig)
+    save_figure(fig, out_pdf)
 
 
 def lsa_study(spec: dict, out_csv, figures, tables) -> pd.DataFrame:
