@@ -130,3 +130,22 @@ def batch_chunks(data: np.ndarray, agents: np.ndarray, batch: np.ndarray | None,
         j = min(i + c, s)
         rows = np.take(flat_data, flat[i:j].ravel(), axis=0, out=buf[:(j - i) * B], mode="clip")
         yield i, j, rows.reshape((j - i, B) + sample_shape), None
+
+
+def gram_apply(data: np.ndarray, agents: np.ndarray, batch: np.ndarray | None,
+               x: np.ndarray) -> np.ndarray:
+    """sum_{b in batch_j} z_b z_b^T X_j for each agent j: the mini-batch term of quadratic
+    costs -(z^T X)(X^T z) (CPESph, kPCA). data: (S, N, n) rows z; agents: (s,); batch: (s, B)
+    (None: all N rows); x: (s, n, r) -> (s, n, r).
+
+    Two products per agent, Z_b X then (Z_b X)^T Z_b, on chunks of agents read once
+    (``batch_chunks``: the selected rows, or all N rows with the products weighted by each
+    row's multiplicity in the batch)."""
+    out = np.empty(x.shape)
+    out_t = out.swapaxes(-1, -2)                                  # (s, r, n) view
+    for i, j, rows, w in batch_chunks(data, agents, batch):
+        zx = rows @ x[i:j]                                        # Z_b X: (c, T, r)
+        if w is not None:
+            zx *= w[..., None]
+        np.matmul(zx.swapaxes(-1, -2), rows, out=out_t[i:j])      # sum_b (X^T z_b) z_b^T
+    return out

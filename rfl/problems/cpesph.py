@@ -12,12 +12,8 @@ import numpy as np
 
 from rfl.manifolds import Sphere
 
-from ._batching import batch_chunks
+from ._batching import gram_apply
 from .base import Problem
-
-
-def _t(a: np.ndarray) -> np.ndarray:
-    return a.swapaxes(-1, -2)
 
 
 class CPESph(Problem):
@@ -44,19 +40,10 @@ class CPESph(Problem):
         self.C = np.einsum("s,snm->nm", self.weights, self._local_cov)      # pooled covariance
 
     def minibatch_egrad(self, x, agents, batch):
-        """-(2/B) Z_b^T Z_b x for each agent: x (s, n), batch (s, B) -> (s, n).
-
-        Two products per agent, Z_b x then Z_b^T (Z_b x), on chunks of agents read once
-        (``rfl.problems._batching.batch_chunks``: the selected rows, or all N rows with the
-        projections weighted by each row's multiplicity in the batch)."""
-        x = np.asarray(x, dtype=float)
+        """-(2/B) Z_b^T Z_b x for each agent: x (s, n), batch (s, B) -> (s, n)
+        (``rfl.problems._batching.gram_apply`` with r = 1)."""
         batch = np.asarray(batch)
-        out = np.empty(x.shape)
-        for i, j, rows, w in batch_chunks(self.Z, np.asarray(agents), batch):
-            proj = rows @ x[i:j, :, None]                      # z^T x: (c, T, 1)
-            if w is not None:
-                proj *= w[..., None]
-            np.matmul(_t(proj), rows, out=out[i:j, None, :])   # sum_b (z_b^T x) z_b^T
+        out = gram_apply(self.Z, np.asarray(agents), batch, np.asarray(x, dtype=float)[..., None])[..., 0]
         out *= -2.0 / batch.shape[1]
         return out
 

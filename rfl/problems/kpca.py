@@ -27,7 +27,7 @@ import numpy as np
 from rfl.data.kpca import n_per_agent_from
 from rfl.manifolds import Grassmann, Stiefel
 
-from ._batching import batch_chunks
+from ._batching import gram_apply
 from .base import Problem
 
 
@@ -69,19 +69,10 @@ class KPCA(Problem):
         self.A_bar = np.einsum("s,skl->kl", self.weights, self.A_local)   # pooled A
 
     def minibatch_egrad(self, x, agents, batch):
-        """-(1/B) Z_b^T Z_b X: x (s, d, r), batch (s, B) -> (s, d, r).
-
-        Z_b X, then Z_b^T (Z_b X), on chunks of agents read once
-        (``rfl.problems._batching.batch_chunks``: the selected rows, or all N rows with the
-        products weighted by each row's multiplicity in the batch)."""
-        x = np.asarray(x, dtype=float)
+        """-(1/B) Z_b^T Z_b X: x (s, d, r), batch (s, B) -> (s, d, r)
+        (``rfl.problems._batching.gram_apply``)."""
         batch = np.asarray(batch)
-        out = np.empty(x.shape)
-        for i, j, rows, w in batch_chunks(self.Z, np.asarray(agents), batch):
-            zx = rows @ x[i:j]                                              # (c, T, r)
-            if w is not None:
-                zx *= w[..., None]
-            np.matmul(rows.swapaxes(-1, -2), zx, out=out[i:j])
+        out = gram_apply(self.Z, np.asarray(agents), batch, np.asarray(x, dtype=float))
         out /= -batch.shape[1]
         return out
 
