@@ -16,6 +16,7 @@ from snakemake.utils import validate
 
 from rfl import config as rflconfig
 from rfl import io
+from rfl.problems import PROBLEMS
 
 # config/config.yaml is the default; a --configfile replaces it (not merged into it),
 # so the smoke config cannot inherit experiments of the full one.
@@ -209,9 +210,10 @@ def _run_resources(experiment):
     most (seeds x rounds x K x B x agents) at a conservative 100 us each."""
     exp = EXPERIMENTS[experiment]
     seeds = len(exp["seeds"])
-    params = config["datasets"][exp["dataset"]]["params"]
+    dataset = config["datasets"][exp["dataset"]]
+    agents = len(PROBLEMS[dataset["problem"]].local_sizes_from(dataset["params"]))
     K = max(k for m in exp["methods"] for k in (m.get("K") or [1]))
-    samples = seeds * exp["rounds"] * K * exp.get("batch_size", 1) * params.get("S", params.get("n_agents", 1))
+    samples = seeds * exp["rounds"] * K * exp.get("batch_size", 1) * agents
     return {"mem_mb": lambda wc, input: max(1000, math.ceil(3 * input.size_mb / seeds)),
             "runtime": 10 + math.ceil(samples * 100e-6 / 60)}
 
