@@ -5,15 +5,15 @@ per S, the best time of one RFedAGS round (K = 10) and the peak memory of buildi
 from its data and running one round, as traced by tracemalloc (numpy reports its buffers to
 it), on top of the data themselves:
 
-- ``track_scaling_slope_*``: the least-squares slope of log(time per round) against log(S)
+- ``<Problem>ScalingLarge.track_scaling_slope``: the least-squares slope of log(time per round) against log(S)
   over S = 100, 1000, 10000 (target 0.9-1.1: linear in S);
-- ``track_peakmem_ratio_*``: max over S >= 100 of (data bytes + traced peak) / data bytes
+- ``<Problem>ScalingLarge.track_peakmem_ratio``: max over S >= 100 of (data bytes + traced peak) / data bytes
   (target <= 2: no temporaries of the size of the data; agents are processed in chunks).
 
 Per-agent sizes: MBCFSti and CPESph as in the paper (Table 1: N=50, d=25, p=2, B=25 /
 N=80, d+1=26, B=64), so S = 10000 holds 2.5 GB / 166 MB of data; multitask with N=10 tasks of
 10-25 rows, m=50, r=5, B=5 (100 kB per agent, 1 GB at S = 10000: the paper's 2 MB per agent
-would need 20 GB). Each S's numbers go to stderr (with ``track_scaling_slope_*``).
+would need 20 GB). Each S's numbers go to stderr (with ``track_scaling_slope``).
 
 ``PeakmemRoundLarge.peakmem_round`` puts the process's peak RSS (data included) of a round at
 each S on the dashboard. All of these are "Large" (excluded from the CI quick run).
@@ -97,6 +97,10 @@ def peak_ratio(results: dict) -> float:
 
 
 class _Sweep:
+    """The tracks of one problem's sweep; each subclass names the problem and defines its own
+    ``setup_cache`` (asv keys the cache by the method's source line, so a shared one would
+    hand every problem the same sweep)."""
+
     name = ""
     timeout = 3600
     rounds = 1
@@ -107,56 +111,36 @@ class _Sweep:
     def _sweep(self):
         return sweep(self.name)
 
+    def track_scaling_slope(self, results):
+        describe(self.name, results)
+        return slope(results)
+
+    def track_peakmem_ratio(self, results):
+        return peak_ratio(results)
+
+    track_scaling_slope.unit = "d log t / d log S"
+    track_peakmem_ratio.unit = "peak / data"
+
 
 class MBCFStiScalingLarge(_Sweep):
     name = "mbcfsti"
 
-    def setup_cache(self):          # one per class: asv keys the cache by source line
+    def setup_cache(self):
         return self._sweep()
-
-    def track_scaling_slope_mbcfsti(self, results):
-        describe(self.name, results)
-        return slope(results)
-
-    def track_peakmem_ratio_mbcfsti(self, results):
-        return peak_ratio(results)
-
-    track_scaling_slope_mbcfsti.unit = "d log t / d log S"
-    track_peakmem_ratio_mbcfsti.unit = "peak / data"
 
 
 class CPESphScalingLarge(_Sweep):
     name = "cpesph"
 
-    def setup_cache(self):          # one per class: asv keys the cache by source line
+    def setup_cache(self):
         return self._sweep()
-
-    def track_scaling_slope_cpesph(self, results):
-        describe(self.name, results)
-        return slope(results)
-
-    def track_peakmem_ratio_cpesph(self, results):
-        return peak_ratio(results)
-
-    track_scaling_slope_cpesph.unit = "d log t / d log S"
-    track_peakmem_ratio_cpesph.unit = "peak / data"
 
 
 class MultitaskScalingLarge(_Sweep):
     name = "multitask"
 
-    def setup_cache(self):          # one per class: asv keys the cache by source line
+    def setup_cache(self):
         return self._sweep()
-
-    def track_scaling_slope_multitask(self, results):
-        describe(self.name, results)
-        return slope(results)
-
-    def track_peakmem_ratio_multitask(self, results):
-        return peak_ratio(results)
-
-    track_scaling_slope_multitask.unit = "d log t / d log S"
-    track_peakmem_ratio_multitask.unit = "peak / data"
 
 
 class PeakmemRoundLarge:
