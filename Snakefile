@@ -129,9 +129,7 @@ def _alternatives(names):
 wildcard_constraints:
     dataset=_alternatives(config["datasets"]),
     instance="fixed|seed[0-9]+",
-    experiment=_alternatives(EXPERIMENTS),
     figure=_alternatives(FIGURES),
-    run="[A-Za-z0-9_]+",
     setting="[A-Za-z0-9_]+",
 
 
