@@ -4,11 +4,18 @@ One ``AgentSampler`` serves a whole run, and both the vectorised algorithms and
 the per-agent reference loops of the tests consume its draws in the same order
 (per round: ``participants``; per local step: ``batches``), so the two can be
 compared draw for draw.
+
+A local step's mini-batches come as a ``rfl.problems.MiniBatch``: the B distinct samples
+of each agent, held as the (s, N) selection mask the sampler draws, with the (s, B) indices
+derived on demand. Kernels that stream all N samples with weights use the mask as it is;
+kernels that gather the selected samples (and the reference loops) use the indices.
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from rfl.problems import MiniBatch
 
 
 class AgentSampler:
@@ -39,26 +46,37 @@ class AgentSampler:
             return np.arange(S)
         return np.sort(self.rng.choice(S, size=self.participation, replace=False))
 
-    def batches(self, agents: np.ndarray) -> np.ndarray:
-        """A mini-batch of B distinct sample indices per agent: ``(s, B)``.
+    def batches(self, agents: np.ndarray) -> MiniBatch:
+        """A mini-batch of B distinct samples per agent: ``(s, B)`` (a ``MiniBatch``).
 
-        One uniform key per local sample, the B smallest keys win (B = 1: ``argmin``, the
-        same index as the partition's first entry, at a fraction of its cost)."""
+        One uniform key per local sample; the B smallest keys of each agent win: the
+        samples whose key is at most the B-th smallest (from a sort of the keys, which is
+        cheaper than an argpartition). Keys are distinct with probability 1 - O(N^2 2^-53);
+        a row where ties at the B-th key select more than B samples takes the B smallest
+        keys by position instead, so every row always holds exactly B samples.
+        B = 1: ``argmin``; B = N_j for every agent: all samples (the keys are still drawn,
+        so the stream does not depend on B).
+        """
+        s, B = agents.shape[0], self.batch_size
         if self._uniform:
             n_max = int(self.local_sizes[0])
-            keys = self.rng.random((agents.shape[0], n_max))
+            keys = self.rng.random((s, n_max))
         else:
             sizes = self.local_sizes[agents]
             n_max = int(sizes.max())
-            keys = self.rng.random((agents.shape[0], n_max))
+            keys = self.rng.random((s, n_max))
             keys[np.arange(n_max)[None, :] >= sizes[:, None]] = np.inf
-        if self.batch_size == n_max:
-            if n_max == 1:                    # the keys are still drawn: the stream is unchanged
-                return np.zeros((agents.shape[0], 1), dtype=np.intp)
-            return np.argsort(keys, axis=1)
-        if self.batch_size == 1:
-            return np.argmin(keys, axis=1)[:, None]
-        return np.argpartition(keys, self.batch_size - 1, axis=1)[:, : self.batch_size]
+        if B == 1:
+            return MiniBatch(n_max, indices=np.argmin(keys, axis=1)[:, None])
+        if B == n_max:
+            return MiniBatch(n_max, indices=np.broadcast_to(np.arange(n_max), (s, n_max)))
+        mask = keys <= np.sort(keys, axis=1)[:, B - 1:B]
+        if np.count_nonzero(mask) != s * B:                       # ties at the B-th key
+            bad = np.flatnonzero(mask.sum(axis=1) != B)
+            fixed = np.zeros((bad.size, n_max), dtype=bool)
+            np.put_along_axis(fixed, np.argpartition(keys[bad], B - 1, axis=1)[:, :B], True, axis=1)
+            mask[bad] = fixed
+        return MiniBatch(n_max, mask=mask, size=B)
 
     @staticmethod
     def weights(local_sizes: np.ndarray, agents: np.ndarray) -> np.ndarray:

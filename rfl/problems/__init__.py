@@ -6,6 +6,7 @@ data sizes from the dataset parameters (``local_sizes_from``), so a config can
 be checked before any data exist.
 """
 
+from ._batching import MiniBatch
 from .base import Problem
 from .cfmspd import CFMSPD
 from .cpesph import CPESph
@@ -18,5 +19,5 @@ PROBLEMS = {"cpesph": CPESph, "cfmspd": CFMSPD, "mbcfsti": MBCFSti,
             "multitask": MultitaskFeatures, "school": SchoolMultitask, "kpca": KPCA,
             "lsa": FederatedLSA}
 
-__all__ = ["Problem", "CFMSPD", "CPESph", "FederatedLSA", "KPCA", "MBCFSti", "MultitaskFeatures", "SchoolMultitask",
+__all__ = ["MiniBatch", "Problem", "CFMSPD", "CPESph", "FederatedLSA", "KPCA", "MBCFSti", "MultitaskFeatures", "SchoolMultitask",
            "PROBLEMS"]

@@ -34,6 +34,62 @@ DENSE_FRACTION = 0.25
 GATHER_BYTES = 256 << 10
 
 
+class MiniBatch:
+    """B distinct sample indices per agent for one local step (Algorithm 1, line 6).
+
+    mask: (s, N) bool, True for the selected samples of each row (exactly B per row), or
+    indices: (s, B) int, the selected samples; either one determines the other (N: ``n``;
+    with a mask, ``size`` is B).
+    As an array (``np.asarray``, indexing, ``shape``) it is the (s, B) indices, each row
+    sorted ascending when derived from the mask.
+    """
+
+    __slots__ = ("_mask", "_indices", "n", "shape")
+
+    def __init__(self, n: int, mask: np.ndarray | None = None, indices: np.ndarray | None = None,
+                 size: int | None = None):
+        if (mask is None) == (indices is None):
+            raise ValueError("a MiniBatch needs exactly one of mask and indices")
+        self.n = int(n)
+        self._mask, self._indices = mask, indices
+        if indices is not None:
+            self.shape = indices.shape
+        else:                                    # size: B, the True entries of each row
+            self.shape = (mask.shape[0], int(size))
+
+    @property
+    def indices(self) -> np.ndarray:
+        """Selected sample indices: ``(s, B)``."""
+        if self._indices is None:
+            self._indices = np.nonzero(self._mask)[1].reshape(self.shape)
+        return self._indices
+
+    @property
+    def mask(self) -> np.ndarray:
+        """Selection mask: ``(s, N)`` bool."""
+        if self._mask is None:
+            mask = np.zeros((self.shape[0], self.n), dtype=bool)
+            np.put_along_axis(mask, self._indices, True, axis=1)
+            self._mask = mask
+        return self._mask
+
+    def weights(self) -> np.ndarray:
+        """Multiplicity of each sample in the batch (0 or 1): ``(s, N)`` float."""
+        return self.mask.astype(float)
+
+    def __array__(self, dtype=None, copy=None):
+        return self.indices if dtype is None else self.indices.astype(dtype)
+
+    def __getitem__(self, key):
+        return self.indices[key]
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __iter__(self):
+        return iter(self.indices)
+
+
 def checked_indices(idx, n: int) -> np.ndarray:
     """``idx`` as an int array in [0, n), with numpy's indexing rules (negative indices count
     from the end; IndexError outside [-n, n)), for ``np.take(..., mode="clip")``, which would
@@ -69,9 +125,13 @@ def use_dense(batch: np.ndarray, n: int) -> bool:
     return batch.shape[1] >= DENSE_FRACTION * n
 
 
-def sample_weights(batch: np.ndarray, n: int) -> np.ndarray:
+def sample_weights(batch, n: int) -> np.ndarray:
     """Multiplicity of each of the n samples in each row of ``batch: (s, B)``: ``(s, n)`` float.
-    Indices follow numpy's rules (negative ones count from the end; IndexError outside)."""
+    A ``MiniBatch`` of n samples gives its mask as it is; indices follow numpy's rules
+    (negative ones count from the end; IndexError outside)."""
+    if isinstance(batch, MiniBatch) and batch.n == n:
+        return batch.weights()
+    batch = np.asarray(batch)
     s = batch.shape[0]
     batch = checked_indices(batch, n)
     flat = (batch + (np.arange(s) * n)[:, None]).ravel()

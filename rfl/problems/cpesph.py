@@ -42,7 +42,6 @@ class CPESph(Problem):
     def minibatch_egrad(self, x, agents, batch):
         """-(2/B) Z_b^T Z_b x for each agent: x (s, n), batch (s, B) -> (s, n)
         (``rfl.problems._batching.gram_apply`` with r = 1)."""
-        batch = np.asarray(batch)
         out = gram_apply(self.Z, np.asarray(agents), batch, np.asarray(x, dtype=float)[..., None])[..., 0]
         out *= -2.0 / batch.shape[1]
         return out

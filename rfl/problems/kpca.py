@@ -71,7 +71,6 @@ class KPCA(Problem):
     def minibatch_egrad(self, x, agents, batch):
         """-(1/B) Z_b^T Z_b X: x (s, d, r), batch (s, B) -> (s, d, r)
         (``rfl.problems._batching.gram_apply``)."""
-        batch = np.asarray(batch)
         out = gram_apply(self.Z, np.asarray(agents), batch, np.asarray(x, dtype=float))
         out /= -batch.shape[1]
         return out

@@ -120,6 +120,7 @@ class FederatedLSA(Problem):
         """
         if self.oracle == "exact":
             return self.local_egrad(x, agents)
+        batch = np.asarray(batch)
         s, s_next, r = self.transitions(agents, batch)
         f, f_next = self.phi[s], self.phi[s_next]                     # (s, B, d)
         neg_td = np.einsum("sbd,sd->sb", f - self.gamma * f_next, x) - r

@@ -108,7 +108,7 @@ class MBCFSti(Problem):
 
     def batch_mean(self, agents, batch):
         """(1/B) sum_{b in batch_j} A_{j,b} for each row: agents (s,), batch (s, B) -> (s, d, d)."""
-        agents, batch = np.asarray(agents), np.asarray(batch)
+        agents = np.asarray(agents)
         mean = np.empty((agents.shape[0],) + self.A.shape[2:])
         for i, j, m in self._batch_sums(agents, batch):
             mean[i:j] = m
@@ -116,7 +116,7 @@ class MBCFSti(Problem):
 
     def minibatch_egrad(self, x, agents, batch):
         """(2/B) sum_b A_b X H: x (s, d, p), batch (s, B) -> (s, d, p)."""
-        agents, batch = np.asarray(agents), np.asarray(batch)
+        agents = np.asarray(agents)
         out = np.empty(np.shape(x))
         for i, j, m in self._batch_sums(agents, batch):
             np.matmul(m, x[i:j], out=out[i:j])
