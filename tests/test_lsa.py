@@ -220,3 +220,17 @@ def test_local_sizes_from_params(hetero):
     assert FederatedLSA.local_sizes_from({"n_agents": N_AGENTS, "setting": "heterogeneous",
                                           "pool": POOL}) == list(p.local_sizes)
     assert p.name == "lsa" and p.manifold.name == "euclidean"
+
+
+def test_exact_field_follows_the_asked_agents(hetero):
+    """The mean field A_bar_c x - b_bar_c for whichever agents are asked, in any order and
+    with repeats, call after call (the gathered moments of the last agents are reused)."""
+    p = FederatedLSA.from_arrays(hetero, {"oracle": "exact"})
+    rng = np.random.default_rng(0)
+    for agents in ([0, 1, 2, 3, 4, 5], [5, 0, 3], [5, 0, 3], [2, 2, 4], [0, 1, 2, 3, 4, 5]):
+        agents = np.array(agents)
+        x = rng.standard_normal((len(agents), N_FEATURES))
+        got = p.local_egrad(x, agents)
+        for row, c in enumerate(agents):
+            np.testing.assert_allclose(got[row], p.A_bar_local[c] @ x[row] - p.b_bar_local[c],
+                                       rtol=1e-13, atol=1e-14)

@@ -22,5 +22,8 @@ class FedAvg(FederatedAlgorithm):
         alpha = self.step_size(t)
         x = self.broadcast(x_t, agents.shape[0])                 # a fresh array: updated in place
         for _ in range(self.K):
-            x -= alpha * self.problem.minibatch_egrad(x, agents, sampler.batches(agents))
-        return np.tensordot(sampler.weights(self.problem.local_sizes, agents), x, axes=1)
+            g = self.problem.minibatch_egrad(x, agents, sampler.batches(agents))
+            g *= alpha
+            x -= g
+        w = sampler.weights(self.problem.local_sizes, agents)
+        return (w @ x.reshape(x.shape[0], -1)).reshape(x.shape[1:])          # sum_j p_j x^j_{t,K}

@@ -38,6 +38,7 @@ class AgentSampler:
         self.batch_size = int(batch_size)
         self.participation = None if participation in (None, S) else int(participation)
         self._uniform = bool(np.all(self.local_sizes == self.local_sizes[0]))
+        self._full: dict[int, MiniBatch] = {}         # the all-samples batch, per number of agents
 
     def participants(self) -> np.ndarray:
         """Sorted indices of this round's agents: ``(s,)``."""
@@ -66,10 +67,13 @@ class AgentSampler:
             n_max = int(sizes.max())
             keys = self.rng.random((s, n_max))
             keys[np.arange(n_max)[None, :] >= sizes[:, None]] = np.inf
+        if B == n_max:                                            # every sample
+            full = self._full.get(s)
+            if full is None:
+                full = self._full[s] = MiniBatch(n_max, indices=np.broadcast_to(np.arange(n_max), (s, n_max)))
+            return full
         if B == 1:
             return MiniBatch(n_max, indices=np.argmin(keys, axis=1)[:, None])
-        if B == n_max:
-            return MiniBatch(n_max, indices=np.broadcast_to(np.arange(n_max), (s, n_max)))
         mask = keys <= np.sort(keys, axis=1)[:, B - 1:B]
         if np.count_nonzero(mask) != s * B:                       # ties at the B-th key
             bad = np.flatnonzero(mask.sum(axis=1) != B)

@@ -69,8 +69,12 @@ class SCAFFLSA(FederatedAlgorithm):
         xi = self.control_variates[agents]                                   # (s, d)
         x = self.broadcast(x_t, agents.shape[0])                              # theta^c_{t,0} = theta_t
         for _ in range(self.K):
-            x = x - eta * (self.problem.minibatch_egrad(x, agents, sampler.batches(agents)) - xi)
-        x_next = np.tensordot(sampler.weights(self.problem.local_sizes, agents), x, axes=1)
+            g = self.problem.minibatch_egrad(x, agents, sampler.batches(agents))
+            g -= xi
+            g *= eta
+            x -= g                                                            # a fresh array: in place
+        w = sampler.weights(self.problem.local_sizes, agents)
+        x_next = (w @ x.reshape(x.shape[0], -1)).reshape(x.shape[1:])         # sum_c p_c theta^c_{t,H}
         self.control_variates[agents] = xi + (x_next[None] - x) / (eta * self.K)
         return x_next
 

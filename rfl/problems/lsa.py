@@ -104,6 +104,7 @@ class FederatedLSA(Problem):
         self.A_bar = np.einsum("c,cij->ij", self.weights, self.A_bar_local)
         self.b_bar = self.weights @ self.b_bar_local
         self.theta_star = np.linalg.solve(self.A_bar, self.b_bar)
+        self._moments_key, self._moments = None, None      # ``_local_moments``' last agents
 
     # ---- the oracle ---------------------------------------------------------
     def transitions(self, agents: np.ndarray, batch: np.ndarray):
@@ -128,7 +129,20 @@ class FederatedLSA(Problem):
 
     def local_egrad(self, x, agents):
         """Mean field A_bar_c x_c - b_bar_c: ``(s, d)``."""
-        return np.einsum("sij,sj->si", self.A_bar_local[agents], x) - self.b_bar_local[agents]
+        A, b = self._local_moments(np.asarray(agents))
+        out = np.matmul(A, x[..., None])[..., 0]
+        out -= b
+        return out
+
+    def _local_moments(self, agents: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(A_bar_c, b_bar_c) of the given agents: ``(s, d, d)``, ``(s, d)``. The last agents'
+        are kept: every local step of a round asks for the same agents, and with few agents
+        the two gathers cost as much as the field itself."""
+        key = (agents.dtype.str, agents.shape, agents.tobytes())
+        if self._moments_key != key:
+            self._moments = self.A_bar_local[agents], self.b_bar_local[agents]
+            self._moments_key = key
+        return self._moments
 
     def local_cost(self, x, agents):
         """||x_c - theta*_c||^2, agent c's squared error to its own TD fixed point: ``(s,)``."""
