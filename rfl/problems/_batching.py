@@ -15,7 +15,12 @@ temporary of the size of the whole selection (s, B, *sample_shape) is ever forme
 
 ``dense`` is chosen when B >= DENSE_FRACTION * N and the selection exceeds GATHER_BYTES: on the
 development machine the two cost the same at B / N ~ 1/4 (MBCFSti, S = 1000: gather 3.8 ms vs dense 5.0 ms at B = 10 of 50,
-8.3 vs 5.2 ms at B = 15). Both give the same numbers up to the order of summation.
+8.3 vs 5.2 ms at B = 15); and for a smaller selection when B >= MASK_DENSE_FRACTION * N and the
+batch is the sampler's ``MiniBatch`` mask (its weights are then one conversion away, while
+its indices need a search). Both give the same numbers up to the order of summation.
+
+A batch is a ``MiniBatch`` (the sampler's: the (s, N) selection mask, indices on demand) or any
+(s, B) array of indices (tests, callers by hand); the kernels accept both.
 """
 
 from __future__ import annotations
@@ -32,6 +37,11 @@ DENSE_FRACTION = 0.25
 #: ... unless the selection is this small: copying it costs less than the weights (CPESph at
 #: paper size, 133 kB: gather 11 us, weights and checks 9 us + a 25% larger product)
 GATHER_BYTES = 256 << 10
+#: ... but with the sampler's mask at hand (no weights to build, indices to search for), read all
+#: N samples of a small selection too when B >= MASK_DENSE_FRACTION * N (RFedAGS round at paper
+#: size, development machine: CPESph, B/N = 0.8: 0.60 -> 0.46 ms; kPCA, B/N = 0.29: gather
+#: 1.08 ms, dense 1.20 ms)
+MASK_DENSE_FRACTION = 0.5
 
 
 class MiniBatch:
@@ -56,6 +66,11 @@ class MiniBatch:
             self.shape = indices.shape
         else:                                    # size: B, the True entries of each row
             self.shape = (mask.shape[0], int(size))
+
+    @property
+    def holds_mask(self) -> bool:
+        """Whether the mask is at hand (drawn as such, or derived already)."""
+        return self._mask is not None
 
     @property
     def indices(self) -> np.ndarray:
@@ -125,6 +140,12 @@ def use_dense(batch: np.ndarray, n: int) -> bool:
     return batch.shape[1] >= DENSE_FRACTION * n
 
 
+def holds_mask(batch, n: int) -> bool:
+    """Whether ``batch`` is a ``MiniBatch`` of n samples already held as a mask (the sampler's):
+    then its weights cost one conversion, and its indices a search of the mask."""
+    return isinstance(batch, MiniBatch) and batch.n == n and batch.holds_mask
+
+
 def sample_weights(batch, n: int) -> np.ndarray:
     """Multiplicity of each of the n samples in each row of ``batch: (s, B)``: ``(s, n)`` float.
     A ``MiniBatch`` of n samples gives its mask as it is; indices follow numpy's rules
@@ -158,7 +179,9 @@ def batch_chunks(data: np.ndarray, agents: np.ndarray, batch: np.ndarray | None,
     s = agents.shape[0]
     sample_bytes = data.itemsize * math.prod(sample_shape)
     if batch is not None and dense is None:
-        dense = use_dense(batch, N) and s * batch.shape[1] * sample_bytes > GATHER_BYTES
+        B = batch.shape[1]
+        dense = use_dense(batch, N) and (s * B * sample_bytes > GATHER_BYTES
+                                         or (holds_mask(batch, N) and B >= MASK_DENSE_FRACTION * N))
     if batch is None or dense:
         weights = None if batch is None else sample_weights(batch, N)
         c = chunk_agents(N * sample_bytes, s, chunk_bytes)
