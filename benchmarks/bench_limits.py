@@ -16,7 +16,8 @@ Bytes that must be read per agent and local step:
 
 The time per step includes everything a local step does (the sampler's draws, the gradient,
 the transport and the retraction); ``track_kernel_ratio_*`` is the mini-batch gradient alone
-(a fixed batch), to separate the data-reading kernel from the rest. Details of each
+(a fixed batch), to separate the data-reading kernel from the rest; the sampler's draw of one
+step's mini-batches (S x N uniform keys, a row sort, the mask) is reported on stderr. Details of each
 measurement (bandwidth, milliseconds) go to stderr (``asv run --show-stderr``).
 
 These benchmarks hold 0.3-2.6 GB of data ("Large": excluded from the CI quick run).
@@ -51,16 +52,20 @@ class _Limit:
         self.round = round_function(alg, x0)
         rng = np.random.default_rng(2)
         self.agents = np.arange(S)
-        self.batch = alg.sampler(rng).batches(self.agents)
+        self.sampler = alg.sampler(rng)
+        self.batch = self.sampler.batches(self.agents)
         self.x = np.repeat(x0[None], S, axis=0)
         self.bandwidth = Bandwidth()
 
     def _kernel(self):
         self.problem.minibatch_egrad(self.x, self.agents, self.batch)
 
+    def _draw(self):
+        self.sampler.batches(self.agents)
+
     def _ratios(self, name, need_bytes: dict):
         best = interleaved_best({"bandwidth": self.bandwidth, "round": self.round,
-                                 "kernel": self._kernel}, REPEAT, number=1)
+                                 "kernel": self._kernel, "sampler": self._draw}, REPEAT, number=1)
         bw = self.bandwidth.nbytes / best["bandwidth"]
         step = best["round"] / K
         out = {}
@@ -70,7 +75,9 @@ class _Limit:
             report(f"memory limit {name} [{label}]: S={S}, read bandwidth {bw / 1e9:.1f} GB/s, "
                    f"{nbytes / 1e6:.1f} MB per step -> limit {1e3 * limit:.2f} ms; local step "
                    f"{1e3 * step:.2f} ms (ratio {step / limit:.2f}), gradient kernel "
-                   f"{1e3 * best['kernel']:.2f} ms (ratio {best['kernel'] / limit:.2f})")
+                   f"{1e3 * best['kernel']:.2f} ms (ratio {best['kernel'] / limit:.2f}), sampler's "
+                   f"draw of the step's mini-batches {1e3 * best['sampler']:.2f} ms "
+                   f"(ratio {best['sampler'] / limit:.2f})")
         return out
 
 
