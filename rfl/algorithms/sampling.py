@@ -53,8 +53,8 @@ class AgentSampler:
         One uniform key per local sample; the B smallest keys of each agent win: the
         samples whose key is at most the B-th smallest (from a sort of the keys, which is
         cheaper than an argpartition). Keys are distinct with probability 1 - O(N^2 2^-53);
-        a row where ties at the B-th key select more than B samples takes the B smallest
-        keys by position instead, so every row always holds exactly B samples.
+        a row where ties at the B-th key select more than B samples takes argpartition's B
+        smallest keys instead, so every row always holds exactly B samples.
         B = 1: ``argmin``; B = N_j for every agent: all samples (the keys are still drawn,
         so the stream does not depend on B).
         """
