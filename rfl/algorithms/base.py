@@ -24,6 +24,11 @@ class Counters:
     floats: int = 0
 
 
+def weighted_mean(w: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """sum_j p_j x^j over the agents axis: w (s,), x (s, *shape) -> shape (one matmul)."""
+    return (w @ x.reshape(x.shape[0], -1)).reshape(x.shape[1:])
+
+
 class FederatedAlgorithm:
     """K local steps per agent per round, then a server aggregation.
 

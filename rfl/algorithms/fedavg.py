@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import numpy as np
-
-from .base import FederatedAlgorithm
+from .base import FederatedAlgorithm, weighted_mean
 
 
 class FedAvg(FederatedAlgorithm):
@@ -25,5 +23,4 @@ class FedAvg(FederatedAlgorithm):
             g = self.problem.minibatch_egrad(x, agents, sampler.batches(agents))
             g *= alpha
             x -= g
-        w = sampler.weights(self.problem.local_sizes, agents)
-        return (w @ x.reshape(x.shape[0], -1)).reshape(x.shape[1:])          # sum_j p_j x^j_{t,K}
+        return weighted_mean(sampler.weights(self.problem.local_sizes, agents), x)   # sum_j p_j x^j_{t,K}

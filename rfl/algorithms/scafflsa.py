@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import FederatedAlgorithm
+from .base import FederatedAlgorithm, weighted_mean
 
 
 class SCAFFLSA(FederatedAlgorithm):
@@ -73,8 +73,7 @@ class SCAFFLSA(FederatedAlgorithm):
             g -= xi
             g *= eta
             x -= g                                                            # a fresh array: in place
-        w = sampler.weights(self.problem.local_sizes, agents)
-        x_next = (w @ x.reshape(x.shape[0], -1)).reshape(x.shape[1:])         # sum_c p_c theta^c_{t,H}
+        x_next = weighted_mean(sampler.weights(self.problem.local_sizes, agents), x)  # sum_c p_c theta^c_{t,H}
         self.control_variates[agents] = xi + (x_next[None] - x) / (eta * self.K)
         return x_next
 
