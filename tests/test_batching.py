@@ -31,6 +31,8 @@ def test_minibatch_mask_and_indices_agree():
     assert back.holds_mask
     with pytest.raises(ValueError, match="exactly one of mask and indices"):
         MiniBatch(N)
+    with pytest.raises(ValueError, match="needs size"):
+        MiniBatch(N, mask=mb.mask)
 
 
 @pytest.mark.parametrize("B", [2, 6, 11])

@@ -60,6 +60,8 @@ class MiniBatch:
                  size: int | None = None):
         if (mask is None) == (indices is None):
             raise ValueError("a MiniBatch needs exactly one of mask and indices")
+        if mask is not None and size is None:
+            raise ValueError("a MiniBatch from a mask needs size, the B selected samples per row")
         self.n = int(n)
         self._mask, self._indices = mask, indices
         if indices is not None:
