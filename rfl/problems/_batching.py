@@ -1,26 +1,19 @@
 """Reading the agents' mini-batches from memory: shared by the problems' batched kernels.
 
 A mini-batch gradient of agent j reads the B samples ``data[j, batch[j]]`` out of its N
-(``data: (S, N, *sample_shape)``). Two ways to read them, both in chunks of agents so that no
-temporary of the size of the whole selection (s, B, *sample_shape) is ever formed:
+(``data: (S, N, *sample_shape)``). Two ways to read them:
 
-- **gather**: the selected samples of a chunk are copied (``np.take``) into a reused buffer
-  of about ``CHUNK_BYTES``; the copy is then read from cache. Reads B samples per agent, but
-  scattered samples stream from memory at roughly half the bandwidth of contiguous ones
-  (measured on the 2-core development machine: 11 vs 26 GB/s for 5 kB samples, half selected).
-- **dense**: all N samples of a chunk of agents (a view when the agents are consecutive, no
-  copy) with per-sample weights, the multiplicity of each sample in the batch (0 or 1 for the
-  sampler's batches); the kernel contracts the weights against the samples. Reads N samples
-  per agent, contiguously.
-
-``dense`` is chosen when B >= DENSE_FRACTION * N and the selection exceeds GATHER_BYTES: on the
-development machine the two cost the same at B / N ~ 1/4 (MBCFSti, S = 1000: gather 3.8 ms vs dense 5.0 ms at B = 10 of 50,
-8.3 vs 5.2 ms at B = 15); and for a smaller selection when B >= MASK_DENSE_FRACTION * N and the
-batch is the sampler's ``MiniBatch`` mask (its weights are then one conversion away, while
-its indices need a search). Both give the same numbers up to the order of summation.
+- **compiled** (``rfl.problems._kernels``, via ``selected_indices``): a numba loop over the
+  agents reads each selected sample once, where it lies, and keeps the agent's sum in cache
+  (``gram_apply`` here: CPESph, kPCA; MBCFSti's mean of matrices). Used where the per-sample
+  work is a few products and sums.
+- **gather** (``batch_chunks``): the selected samples of a chunk of agents are copied
+  (``np.take``) into a reused buffer of about ``CHUNK_BYTES`` and handed to numpy, for kernels
+  with heavier per-sample work (CFMSPD: one eigendecomposition per sample). Chunks bound the
+  temporaries: no array of the whole selection (s, B, *sample_shape) is ever formed.
 
 A batch is a ``MiniBatch`` (the sampler's: the (s, N) selection mask, indices on demand) or any
-(s, B) array of indices (tests, callers by hand); the kernels accept both.
+(s, B) array of indices (tests, callers by hand); both paths accept both.
 """
 
 from __future__ import annotations
@@ -29,20 +22,11 @@ import math
 
 import numpy as np
 
+from . import _kernels
+
 #: bytes of agents' samples handled per chunk (fits the last-level cache, amortises numpy's
 #: per-call overhead over several agents)
 CHUNK_BYTES = 4 << 20
-#: read all N samples with weights when B >= DENSE_FRACTION * N (see the module docstring)
-DENSE_FRACTION = 0.25
-#: ... unless the selection is this small: copying it costs less than the weights (CPESph at
-#: paper size, 133 kB: gather 11 us, weights and checks 9 us + a 25% larger product)
-GATHER_BYTES = 256 << 10
-#: ... but with the sampler's mask at hand (no weights to build, indices to search for), read all
-#: N samples of a small selection too when B >= MASK_DENSE_FRACTION * N (RFedAGS round at paper
-#: size, development machine: CPESph, B/N = 0.8: 0.60 -> 0.46 ms; kPCA, B/N = 0.29: gather
-#: 1.08 ms, dense 1.20 ms)
-MASK_DENSE_FRACTION = 0.5
-
 
 class MiniBatch:
     """B distinct sample indices per agent for one local step (Algorithm 1, line 6).
@@ -78,7 +62,7 @@ class MiniBatch:
     def indices(self) -> np.ndarray:
         """Selected sample indices: ``(s, B)``."""
         if self._indices is None:
-            self._indices = np.nonzero(self._mask)[1].reshape(self.shape)
+            self._indices = _kernels.mask_indices(np.ascontiguousarray(self._mask), self.shape[1])
         return self._indices
 
     @property
@@ -89,10 +73,6 @@ class MiniBatch:
             np.put_along_axis(mask, self._indices, True, axis=1)
             self._mask = mask
         return self._mask
-
-    def weights(self) -> np.ndarray:
-        """Multiplicity of each sample in the batch (0 or 1): ``(s, N)`` float."""
-        return self.mask.astype(float)
 
     def __array__(self, dtype=None, copy=None):
         return self.indices if dtype is None else self.indices.astype(dtype)
@@ -137,59 +117,25 @@ def chunk_agents(per_agent_bytes: int, s: int, chunk_bytes: int | None = None) -
     return int(max(1, min(s, chunk_bytes // max(1, per_agent_bytes))))
 
 
-def use_dense(batch: np.ndarray, n: int) -> bool:
-    """Dense path for a (s, B) batch out of n samples per agent."""
-    return batch.shape[1] >= DENSE_FRACTION * n
-
-
-def holds_mask(batch, n: int) -> bool:
-    """Whether ``batch`` is a ``MiniBatch`` of n samples already held as a mask (the sampler's):
-    then its weights cost one conversion, and its indices a search of the mask."""
-    return isinstance(batch, MiniBatch) and batch.n == n and batch.holds_mask
-
-
-def sample_weights(batch, n: int) -> np.ndarray:
-    """Multiplicity of each of the n samples in each row of ``batch: (s, B)``: ``(s, n)`` float.
-    A ``MiniBatch`` of n samples gives its mask as it is; indices follow numpy's rules
-    (negative ones count from the end; IndexError outside)."""
-    if isinstance(batch, MiniBatch) and batch.n == n:
-        return batch.weights()
-    batch = np.asarray(batch)
-    s = batch.shape[0]
-    batch = checked_indices(batch, n)
-    flat = (batch + (np.arange(s) * n)[:, None]).ravel()
-    weights = np.zeros(s * n)
-    weights[flat] = 1.0
-    if weights.sum() != flat.size:                       # repeated indices: count them
-        weights = np.bincount(flat, minlength=s * n).astype(float)
-    return weights.reshape(s, n)
-
-
 def batch_chunks(data: np.ndarray, agents: np.ndarray, batch: np.ndarray | None,
-                 dense: bool | None = None, chunk_bytes: int | None = None):
-    """Yield ``(i, j, rows, weights)`` over chunks of rows i:j of ``agents``.
+                 chunk_bytes: int | None = None):
+    """Yield ``(i, j, rows)`` over chunks of rows i:j of ``agents``.
 
     data: (S, N, *sample_shape); agents: (s,) agent indices (any order, repeats allowed);
     batch: (s, B) sample indices into each agent's N samples, or None for all N samples.
-    ``rows``: (j - i, T, *sample_shape), the samples of agents[i:j]: T = B selected ones
-    (gather) with ``weights`` None, or T = N with ``weights`` (j - i, N) multiplicities
-    (dense; also when batch is None, with weights None: every sample once). ``rows`` may be a
-    view of ``data`` or a reused buffer: use it before advancing the generator.
+    ``rows``: (j - i, T, *sample_shape), the samples of agents[i:j]: the B selected ones
+    (gathered), or all T = N (batch None). ``rows`` may be a view of ``data`` or a reused
+    buffer: use it before advancing the generator.
     """
     S, N = data.shape[:2]
     sample_shape = data.shape[2:]
     s = agents.shape[0]
     sample_bytes = data.itemsize * math.prod(sample_shape)
-    if batch is not None and dense is None:
-        B = batch.shape[1]
-        dense = use_dense(batch, N) and (s * B * sample_bytes > GATHER_BYTES
-                                         or (holds_mask(batch, N) and B >= MASK_DENSE_FRACTION * N))
-    if batch is None or dense:
-        weights = None if batch is None else sample_weights(batch, N)
+    if batch is None:
         c = chunk_agents(N * sample_bytes, s, chunk_bytes)
         view = is_consecutive(agents) and 0 <= agents[0] and agents[-1] < S
         if c >= s:                                               # one chunk
-            yield 0, s, data[agents[0]:agents[0] + s] if view else data[agents], weights
+            yield 0, s, data[agents[0]:agents[0] + s] if view else data[agents]
             return
         agents = checked_indices(agents, S)
         buf = None if view else np.empty((c, N) + sample_shape, dtype=data.dtype)
@@ -199,14 +145,14 @@ def batch_chunks(data: np.ndarray, agents: np.ndarray, batch: np.ndarray | None,
                 rows = data[agents[i]:agents[i] + (j - i)]
             else:
                 rows = np.take(data, agents[i:j], axis=0, out=buf[:j - i], mode="clip")
-            yield i, j, rows, None if weights is None else weights[i:j]
+            yield i, j, rows
         return
     B = batch.shape[1]
     c = chunk_agents(B * sample_bytes, s, chunk_bytes)
     batch = checked_indices(batch, N)
     flat_data = data.reshape((S * N,) + sample_shape)
     if c >= s:                    # one chunk: a plain gather (take checks the agents' range)
-        yield 0, s, np.take(flat_data, batch + (agents * N)[:, None], axis=0), None
+        yield 0, s, np.take(flat_data, batch + (agents * N)[:, None], axis=0)
         return
     agents = checked_indices(agents, S)
     flat = batch + (agents * N)[:, None]                                # (s, B) rows of flat_data
@@ -214,7 +160,21 @@ def batch_chunks(data: np.ndarray, agents: np.ndarray, batch: np.ndarray | None,
     for i in range(0, s, c):
         j = min(i + c, s)
         rows = np.take(flat_data, flat[i:j].ravel(), axis=0, out=buf[:(j - i) * B], mode="clip")
-        yield i, j, rows.reshape((j - i, B) + sample_shape), None
+        yield i, j, rows.reshape((j - i, B) + sample_shape)
+
+
+def selected_indices(batch, n: int, s: int) -> np.ndarray:
+    """The batch's sample indices as a C-contiguous intp array ``(s, B)`` in [0, n), for the
+    compiled kernels (``rfl.problems._kernels``, which do not check bounds): a ``MiniBatch``
+    of n samples as it is; an index array checked (numpy's rules: negative indices count from
+    the end, IndexError outside); None: all n samples of each of the s rows."""
+    if batch is None:
+        return np.ascontiguousarray(np.broadcast_to(np.arange(n, dtype=np.intp), (s, n)))
+    if isinstance(batch, MiniBatch) and batch.n == n:
+        idx = batch.indices
+    else:
+        idx = checked_indices(np.asarray(batch), n)
+    return np.ascontiguousarray(idx, dtype=np.intp)
 
 
 def gram_apply(data: np.ndarray, agents: np.ndarray, batch: np.ndarray | None,
@@ -223,14 +183,18 @@ def gram_apply(data: np.ndarray, agents: np.ndarray, batch: np.ndarray | None,
     costs -(z^T X)(X^T z) (CPESph, kPCA). data: (S, N, n) rows z; agents: (s,); batch: (s, B)
     (None: all N rows); x: (s, n, r) -> (s, n, r).
 
-    Two products per agent, Z_b X then (Z_b X)^T Z_b, on chunks of agents read once
-    (``batch_chunks``: the selected rows, or all N rows with the products weighted by each
-    row's multiplicity in the batch)."""
-    out = np.empty(x.shape)
-    out_t = out.swapaxes(-1, -2)                                  # (s, r, n) view
-    for i, j, rows, w in batch_chunks(data, agents, batch):
-        zx = rows @ x[i:j]                                        # Z_b X: (c, T, r)
-        if w is not None:
-            zx *= w[..., None]
-        np.matmul(zx.swapaxes(-1, -2), rows, out=out_t[i:j])      # sum_b (X^T z_b) z_b^T
-    return out
+    Two products per selected row, X^T z_b then (X^T z_b) z_b^T, accumulated per agent by the
+    compiled ``_kernels.gram_rows`` (``gram_rows_vector`` for r = 1), which reads each selected
+    row once where it lies."""
+    S, N, n = data.shape
+    agents = np.ascontiguousarray(checked_indices(agents, S), dtype=np.intp)
+    idx = selected_indices(batch, N, agents.shape[0])
+    data = np.ascontiguousarray(data, dtype=float)
+    if x.shape[-1] == 1:
+        out = np.empty(x.shape[:-1])
+        _kernels.gram_rows_vector(data, agents, idx, np.ascontiguousarray(x[..., 0], dtype=float), out)
+        return out[..., None]
+    xt = np.ascontiguousarray(np.swapaxes(x, -1, -2), dtype=float)
+    out = np.empty(xt.shape)
+    _kernels.gram_rows(data, agents, idx, xt, out)
+    return np.ascontiguousarray(out.swapaxes(-1, -2))

@@ -147,21 +147,21 @@ class CFMSPD(Problem):
         of the batched ``eigh`` by the chunk size."""
         x = np.asarray(x, dtype=float)
         out = np.empty(x.shape)
-        for i, j, rows, _ in batch_chunks(self.Z, np.asarray(agents), np.asarray(batch), dense=False):
+        for i, j, rows in batch_chunks(self.Z, np.asarray(agents), np.asarray(batch)):
             out[i:j] = _egrad_from(x[i:j], rows)
         return out
 
     def local_egrad(self, x, agents):
         x = np.asarray(x, dtype=float)
         out = np.empty(x.shape)
-        for i, j, rows, _ in batch_chunks(self.Z, np.asarray(agents), None):
+        for i, j, rows in batch_chunks(self.Z, np.asarray(agents), None):
             out[i:j] = _egrad_from(x[i:j], rows)
         return out
 
     def local_cost(self, x, agents):
         x = np.asarray(x, dtype=float)
         out = np.empty(x.shape[0])
-        for i, j, rows, _ in batch_chunks(self.Z, np.asarray(agents), None):
+        for i, j, rows in batch_chunks(self.Z, np.asarray(agents), None):
             out[i:j] = _cost_from(x[i:j], rows)
         return out
 

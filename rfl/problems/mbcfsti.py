@@ -20,7 +20,8 @@ import numpy as np
 
 from rfl.manifolds import Stiefel
 
-from ._batching import batch_chunks
+from . import _kernels
+from ._batching import checked_indices, selected_indices
 from .base import Problem
 
 
@@ -81,45 +82,27 @@ class MBCFSti(Problem):
             packed[i:i + step] = chunk[..., triu[0], triu[1]]
         return packed
 
-    #: bytes of samples per chunk of ``batch_mean``: one pass over the samples (no reuse from
-    #: cache), so large chunks, which amortise einsum's setup per call
-    CHUNK_BYTES = 32 << 20
-
     def _batch_sums(self, agents, batch):
-        """Yield ``(i, j, mean)``: (1/B) sum_{b in batch_r} A_{r,b} for rows r = i..j-1, as
-        (j - i, d, d), chunk by chunk (``rfl.problems._batching.batch_chunks``): the B selected
-        matrices gathered, or, for large B / N, all N matrices of each agent weighted by their
-        multiplicity in the batch; summed in the packed upper triangles when A is symmetric.
-        Everything is per chunk, so no temporary grows with S beyond (S, d(d+1)/2) weights."""
+        """(1/B) sum_{b in batch_r} A_{r,b} for each row r: agents (s,), batch (s, B) -> (s, d, d).
+        Read by the compiled ``_kernels.row_sums`` (only the B selected matrices, once each),
+        in the packed upper triangles when A is symmetric (a sum of symmetric matrices is
+        symmetric), unpacked as it is written out."""
         S, N, d, _ = self.A.shape
         data = self.A.reshape(S, N, d * d) if self._packed is None else self._packed
-        s, B = agents.shape[0], batch.shape[1]
-        for i, j, rows, w in batch_chunks(data, agents, batch, chunk_bytes=self.CHUNK_BYTES):
-            if w is None:
-                total = rows.sum(axis=1)
-            elif j - i == s:                 # all in one chunk (small, cache-resident): BLAS
-                total = (w[:, None, :] @ rows)[:, 0]
-            else:                            # streamed from memory: einsum keeps up with it
-                total = np.einsum("cn,cnk->ck", w, rows)
-            total /= B
-            if self._packed is not None:
-                total = np.take(total, self._unpack, axis=1)
-            yield i, j, total.reshape(j - i, d, d)
+        agents = np.ascontiguousarray(checked_indices(np.asarray(agents), S), dtype=np.intp)
+        idx = selected_indices(batch, N, agents.shape[0])
+        pos = self._unpack if self._packed is not None else np.arange(d * d)
+        total = _kernels.row_sums(data, agents, idx, pos, np.empty((agents.shape[0], d * d)))
+        total /= idx.shape[1]
+        return total.reshape(-1, d, d)
 
     def batch_mean(self, agents, batch):
         """(1/B) sum_{b in batch_j} A_{j,b} for each row: agents (s,), batch (s, B) -> (s, d, d)."""
-        agents = np.asarray(agents)
-        mean = np.empty((agents.shape[0],) + self.A.shape[2:])
-        for i, j, m in self._batch_sums(agents, batch):
-            mean[i:j] = m
-        return mean
+        return self._batch_sums(agents, batch)
 
     def minibatch_egrad(self, x, agents, batch):
         """(2/B) sum_b A_b X H: x (s, d, p), batch (s, B) -> (s, d, p)."""
-        agents = np.asarray(agents)
-        out = np.empty(np.shape(x))
-        for i, j, m in self._batch_sums(agents, batch):
-            np.matmul(m, x[i:j], out=out[i:j])
+        out = self._batch_sums(agents, batch) @ x
         out *= 2.0 * self.h
         return out
 

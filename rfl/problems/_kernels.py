@@ -1,0 +1,151 @@
+"""Compiled mini-batch kernels: each reads only the B selected samples of each agent, once.
+
+In numpy, a mini-batch sum over many small agents either copies the selected samples first
+(a second pass over them) or streams all N samples of each agent with 0/1 weights (twice the
+bytes at B = N/2); a Python loop over the agents costs microseconds per agent. These numba
+loops read the selected samples where they lie, several of them in flight at once (scattered
+reads need that to approach the streaming bandwidth), and keep each agent's sum in cache.
+
+They run on one thread, so results do not depend on the number of cores. Reassociation
+(``FASTMATH``) lets the compiler vectorise the sums; it changes only the order of summation.
+Inputs are trusted (no bounds checks inside): callers pass ``_batching.selected_indices`` and
+checked agents. Shapes: data (S, N, k); agents (s,) intp; idx (s, B) intp, each row's samples
+(a repeated index counts twice).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+#: reassociation (vectorised sums) and fused multiply-add; no assumptions about NaN or inf
+FASTMATH = {"reassoc", "contract"}
+_jit = numba.njit(cache=True, nogil=True, boundscheck=False, fastmath=FASTMATH)
+
+
+@_jit
+def row_sums(data, agents, idx, pos, out):
+    """out[r, e] = sum_b data[agents[r], idx[r, b], pos[e]]: data (S, N, k), pos (m,) in
+    [0, k) (a packed triangle's entries laid out as the full matrix, or arange(k)), out (s, m).
+
+    Eight selected samples are summed per pass over the sum, so that eight reads from memory
+    are in flight at once; the sum stays in cache until it is written out through ``pos``."""
+    s, B = idx.shape
+    k = data.shape[2]
+    m = pos.shape[0]
+    acc = np.empty(k)
+    for r in range(s):
+        a = agents[r]
+        acc[:] = 0.0
+        b = 0
+        while b + 8 <= B:
+            z0 = data[a, idx[r, b]]
+            z1 = data[a, idx[r, b + 1]]
+            z2 = data[a, idx[r, b + 2]]
+            z3 = data[a, idx[r, b + 3]]
+            z4 = data[a, idx[r, b + 4]]
+            z5 = data[a, idx[r, b + 5]]
+            z6 = data[a, idx[r, b + 6]]
+            z7 = data[a, idx[r, b + 7]]
+            for t in range(k):
+                acc[t] += ((z0[t] + z1[t]) + (z2[t] + z3[t])) + ((z4[t] + z5[t]) + (z6[t] + z7[t]))
+            b += 8
+        while b < B:
+            z0 = data[a, idx[r, b]]
+            for t in range(k):
+                acc[t] += z0[t]
+            b += 1
+        o = out[r]
+        for e in range(m):
+            o[e] = acc[pos[e]]
+    return out
+
+
+@_jit
+def gram_rows(data, agents, idx, xt, out):
+    """out[r] = sum_b (X_r^T z_b) z_b^T, z_b = data[agents[r], idx[r, b]]: the transpose of
+    sum_b z_b z_b^T X_r. data (S, N, n); xt (s, q, n) = X^T per row; out (s, q, n).
+    Two samples per pass (``gram_rows_vector`` for q = 1)."""
+    s, B = idx.shape
+    n = data.shape[2]
+    q = xt.shape[1]
+    for r in range(s):
+        a = agents[r]
+        out[r] = 0.0
+        b = 0
+        while b + 2 <= B:
+            z = data[a, idx[r, b]]
+            y = data[a, idx[r, b + 1]]
+            for c in range(q):
+                xr = xt[r, c]
+                o = out[r, c]
+                pz = 0.0
+                py = 0.0
+                for t in range(n):
+                    pz += xr[t] * z[t]
+                    py += xr[t] * y[t]
+                for t in range(n):
+                    o[t] += pz * z[t] + py * y[t]
+            b += 2
+        if b < B:
+            z = data[a, idx[r, b]]
+            for c in range(q):
+                xr = xt[r, c]
+                o = out[r, c]
+                pz = 0.0
+                for t in range(n):
+                    pz += xr[t] * z[t]
+                for t in range(n):
+                    o[t] += pz * z[t]
+    return out
+
+
+@_jit
+def gram_rows_vector(data, agents, idx, x, out):
+    """``gram_rows`` for one column: out[r] = sum_b (z_b . x_r) z_b. x, out: (s, n)."""
+    s, B = idx.shape
+    n = data.shape[2]
+    for r in range(s):
+        a = agents[r]
+        o = out[r]
+        o[:] = 0.0
+        xr = x[r]
+        b = 0
+        while b + 2 <= B:
+            z = data[a, idx[r, b]]
+            y = data[a, idx[r, b + 1]]
+            pz = 0.0
+            py = 0.0
+            for t in range(n):
+                pz += xr[t] * z[t]
+                py += xr[t] * y[t]
+            for t in range(n):
+                o[t] += pz * z[t] + py * y[t]
+            b += 2
+        if b < B:
+            z = data[a, idx[r, b]]
+            pz = 0.0
+            for t in range(n):
+                pz += xr[t] * z[t]
+            for t in range(n):
+                o[t] += pz * z[t]
+    return out
+
+
+@_jit
+def mask_indices(mask, B):
+    """The column indices of the True entries of each row of ``mask: (s, N)``, ascending:
+    ``(s, B)``. ValueError when a row does not hold exactly B of them."""
+    s, N = mask.shape
+    idx = np.empty((s, B), dtype=np.intp)
+    for r in range(s):
+        c = 0
+        for b in range(N):
+            if mask[r, b]:
+                if c == B:
+                    raise ValueError("a row of the mask selects more than B samples")
+                idx[r, c] = b
+                c += 1
+        if c != B:
+            raise ValueError("a row of the mask selects fewer than B samples")
+    return idx
