@@ -63,12 +63,10 @@ class _Limit:
     def _draw(self):
         self.sampler.batches(self.agents)
 
-    def _ratios(self, name, need_bytes: dict, extra: dict | None = None):
-        """Ratios to the limit of each entry of need_bytes; ``extra`` callables are timed in
-        the same interleaved loop (their best times: ``self.best``)."""
+    def _ratios(self, name, need_bytes: dict):
+        """(step / limit, kernel / limit) for each entry of need_bytes; best times: ``self.best``."""
         best = interleaved_best({"bandwidth": self.bandwidth, "round": self.round,
-                                 "kernel": self._kernel, "sampler": self._draw, **(extra or {})},
-                                REPEAT, number=1)
+                                 "kernel": self._kernel, "sampler": self._draw}, REPEAT, number=1)
         self.best = best
         bw = self.bandwidth.nbytes / best["bandwidth"]
         step = best["round"] / K
@@ -133,10 +131,11 @@ class MultitaskLarge(_Limit):
     def track_memory_ratio_multitask(self):
         """Against the valid rows; the padded-layout and kernel-only ratios go to stderr (one
         measurement: the 2 GB of data are built once per benchmark), and so does the step's
-        compute floor (``_compute_floor``)."""
+        compute floor (``_skinny_gemm``)."""
+        ratios = self._ratios("multitask", self.need)
         gemm, flops_per_call = self._skinny_gemm()
-        ratios = self._ratios("multitask", self.need, extra={"gemm": gemm})
-        rate = flops_per_call / self.best["gemm"]
+        # on its own (after the warm-up call its 8 MB are in cache), 10 calls per sample
+        rate = flops_per_call / interleaved_best({"gemm": gemm}, REPEAT, number=10)["gemm"]
         limit = self.need["valid rows"] / (self.bandwidth.nbytes / self.best["bandwidth"])
         floor = self.flops / rate
         report(f"compute floor multitask: X U and X^T res over the valid rows, {self.flops / 1e9:.2f} "
@@ -147,8 +146,9 @@ class MultitaskLarge(_Limit):
 
     def _skinny_gemm(self):
         """One local step's kind of product, (B D x m) @ (m x r) per agent, on 8 agents' worth of
-        cache-resident rows (8 MB): the rate OpenBLAS reaches on this shape when memory is not
-        the bottleneck. The step needs 2 m r + 2 m flops per valid row (X U, then X^T res)."""
+        rows (8 MB, read from cache after the first of the timed calls): the rate OpenBLAS
+        reaches on this shape when memory is not the bottleneck. The step needs 2 m r + 2 m
+        flops per valid row (X U, then X^T res)."""
         D, m = self.problem.X.shape[2:]
         r = 5
         rng = np.random.default_rng(3)

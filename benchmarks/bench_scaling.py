@@ -54,6 +54,9 @@ def _build(name: str, arrays: dict):
 def sweep(name: str, s_values=S_VALUES) -> dict:
     """{S: {"seconds": best time of one round, "data": bytes, "peak": traced bytes}}."""
     out = {}
+    # one untraced round first: numba loads its compiled kernels (from its cache) on their
+    # first call, once per process, which is not the memory of a round
+    _first_round(name, SWEEPS[name]["arrays"](min(s_values)))
     for S in s_values:
         arrays = SWEEPS[name]["arrays"](S)
         size = data_bytes(arrays)

@@ -22,7 +22,12 @@ import math
 
 import numpy as np
 
-from . import _kernels
+
+def kernels():
+    """``rfl.problems._kernels``, imported on first use: numba's import (~0.2 s, ~60 MB) is
+    paid only by the processes that run a compiled kernel."""
+    from . import _kernels
+    return _kernels
 
 #: bytes of agents' samples handled per chunk (fits the last-level cache, amortises numpy's
 #: per-call overhead over several agents)
@@ -62,7 +67,7 @@ class MiniBatch:
     def indices(self) -> np.ndarray:
         """Selected sample indices: ``(s, B)``."""
         if self._indices is None:
-            self._indices = _kernels.mask_indices(np.ascontiguousarray(self._mask), self.shape[1])
+            self._indices = kernels().mask_indices(np.ascontiguousarray(self._mask), self.shape[1])
         return self._indices
 
     @property
@@ -192,9 +197,9 @@ def gram_apply(data: np.ndarray, agents: np.ndarray, batch: np.ndarray | None,
     data = np.ascontiguousarray(data, dtype=float)
     if x.shape[-1] == 1:
         out = np.empty(x.shape[:-1])
-        _kernels.gram_rows_vector(data, agents, idx, np.ascontiguousarray(x[..., 0], dtype=float), out)
+        kernels().gram_rows_vector(data, agents, idx, np.ascontiguousarray(x[..., 0], dtype=float), out)
         return out[..., None]
     xt = np.ascontiguousarray(np.swapaxes(x, -1, -2), dtype=float)
     out = np.empty(xt.shape)
-    _kernels.gram_rows(data, agents, idx, xt, out)
+    kernels().gram_rows(data, agents, idx, xt, out)
     return np.ascontiguousarray(out.swapaxes(-1, -2))

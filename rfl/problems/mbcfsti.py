@@ -20,8 +20,7 @@ import numpy as np
 
 from rfl.manifolds import Stiefel
 
-from . import _kernels
-from ._batching import checked_indices, selected_indices
+from ._batching import checked_indices, kernels, selected_indices
 from .base import Problem
 
 
@@ -92,7 +91,7 @@ class MBCFSti(Problem):
         agents = np.ascontiguousarray(checked_indices(np.asarray(agents), S), dtype=np.intp)
         idx = selected_indices(batch, N, agents.shape[0])
         pos = self._unpack if self._packed is not None else np.arange(d * d)
-        total = _kernels.row_sums(data, agents, idx, pos, np.empty((agents.shape[0], d * d)))
+        total = kernels().row_sums(data, agents, idx, pos, np.empty((agents.shape[0], d * d)))
         total /= idx.shape[1]
         return total.reshape(-1, d, d)
 
