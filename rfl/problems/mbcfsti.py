@@ -100,10 +100,19 @@ class MBCFSti(Problem):
         return self._batch_sums(agents, batch)
 
     def minibatch_egrad(self, x, agents, batch):
-        """(2/B) sum_b A_b X H: x (s, d, p), batch (s, B) -> (s, d, p)."""
-        out = self._batch_sums(agents, batch) @ x
-        out *= 2.0 * self.h
-        return out
+        """(2/B) sum_b A_b X H: x (s, d, p), batch (s, B) -> (s, d, p). With A symmetric, the
+        compiled ``_kernels.packed_sums_apply`` applies each agent's packed sum to X directly."""
+        if self._packed is None:
+            out = self._batch_sums(agents, batch) @ x
+            out *= 2.0 * self.h
+            return out
+        S, N = self._packed.shape[:2]
+        agents = np.ascontiguousarray(checked_indices(np.asarray(agents), S), dtype=np.intp)
+        idx = selected_indices(batch, N, agents.shape[0])
+        xt = np.ascontiguousarray(np.swapaxes(x, -1, -2), dtype=float)
+        out = kernels().packed_sums_apply(self._packed, agents, idx, xt, np.empty(xt.shape))
+        out *= (2.0 / idx.shape[1]) * self.h[:, None]
+        return np.ascontiguousarray(out.swapaxes(-1, -2))
 
     def local_egrad(self, x, agents):
         return 2.0 * (self._local_mean[agents] @ x) * self.h
