@@ -124,9 +124,47 @@ def packed_sums_apply(data, agents, idx, xt, out):
 
 
 @_jit
+def gram_rows(data, agents, idx, xt, out):
+    """out[r] = sum_b (X_r^T z_b) z_b^T, z_b = data[agents[r], idx[r, b]]: the transpose of
+    sum_b z_b z_b^T X_r. data (S, N, n); xt (s, q, n) = X^T per row; out (s, q, n).
+    Two samples per pass (``gram_rows_vector`` for q = 1)."""
+    s, B = idx.shape
+    n = data.shape[2]
+    q = xt.shape[1]
+    for r in range(s):
+        a = agents[r]
+        out[r] = 0.0
+        b = 0
+        while b + 2 <= B:
+            z = data[a, idx[r, b]]
+            y = data[a, idx[r, b + 1]]
+            for c in range(q):
+                xr = xt[r, c]
+                o = out[r, c]
+                pz = 0.0
+                py = 0.0
+                for t in range(n):
+                    pz += xr[t] * z[t]
+                    py += xr[t] * y[t]
+                for t in range(n):
+                    o[t] += pz * z[t] + py * y[t]
+            b += 2
+        if b < B:
+            z = data[a, idx[r, b]]
+            for c in range(q):
+                xr = xt[r, c]
+                o = out[r, c]
+                pz = 0.0
+                for t in range(n):
+                    pz += xr[t] * z[t]
+                for t in range(n):
+                    o[t] += pz * z[t]
+    return out
+
+
+@_jit
 def gram_rows_vector(data, agents, idx, x, out):
-    """out[r] = sum_b (z_b . x_r) z_b, z_b = data[agents[r], idx[r, b]]: sum_b z_b z_b^T x_r
-    (CPESph's mini-batch term). data (S, N, n); x, out (s, n). Two samples per pass."""
+    """``gram_rows`` for one column: out[r] = sum_b (z_b . x_r) z_b. x, out: (s, n)."""
     s, B = idx.shape
     n = data.shape[2]
     for r in range(s):
