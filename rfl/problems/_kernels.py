@@ -164,7 +164,9 @@ def gram_rows(data, agents, idx, xt, out):
 
 @_jit
 def gram_rows_vector(data, agents, idx, x, out):
-    """``gram_rows`` for one column: out[r] = sum_b (z_b . x_r) z_b. x, out: (s, n)."""
+    """``gram_rows`` for one column: out[r] = sum_b (z_b . x_r) z_b. x, out: (s, n).
+    Written out rather than sharing a helper with ``gram_rows``: both the generic loop with
+    q = 1 and a shared inlined helper measured 1.2-1.7x slower (CPESph at S = 1000)."""
     s, B = idx.shape
     n = data.shape[2]
     for r in range(s):
