@@ -64,15 +64,16 @@ class _Limit:
         self.sampler.batches(self.agents)
 
     def _ratios(self, name, need_bytes: dict):
-        """(step / limit, kernel / limit) for each entry of need_bytes; best times: ``self.best``."""
+        """(step / limit, kernel / limit) for each entry of need_bytes; the limits in seconds:
+        ``self.limits``."""
         best = interleaved_best({"bandwidth": self.bandwidth, "round": self.round,
                                  "kernel": self._kernel, "sampler": self._draw}, REPEAT, number=1)
-        self.best = best
         bw = self.bandwidth.nbytes / best["bandwidth"]
         step = best["round"] / K
         out = {}
+        self.limits = {}
         for label, nbytes in need_bytes.items():
-            limit = nbytes / bw
+            limit = self.limits[label] = nbytes / bw
             out[label] = (step / limit, best["kernel"] / limit)
             report(f"memory limit {name} [{label}]: S={S}, read bandwidth {bw / 1e9:.1f} GB/s, "
                    f"{nbytes / 1e6:.1f} MB per step -> limit {1e3 * limit:.2f} ms; local step "
@@ -133,22 +134,21 @@ class MultitaskLarge(_Limit):
         measurement: the 2 GB of data are built once per benchmark), and so does the step's
         compute floor (``_skinny_gemm``)."""
         ratios = self._ratios("multitask", self.need)
-        gemm, flops_per_call = self._skinny_gemm()
+        gemm, flops_per_call, flops_per_step = self._skinny_gemm()
         # on its own (after the warm-up call its 8 MB are in cache), 10 calls per sample
         rate = flops_per_call / interleaved_best({"gemm": gemm}, REPEAT, number=10)["gemm"]
-        limit = self.need["valid rows"] / (self.bandwidth.nbytes / self.best["bandwidth"])
-        floor = self.flops / rate
-        report(f"compute floor multitask: X U and X^T res over the valid rows, {self.flops / 1e9:.2f} "
-               f"GFlop per step, at the skinny GEMM's own rate on cache-resident data "
-               f"({rate / 1e9:.1f} GFlop/s) take {1e3 * floor:.2f} ms = {floor / limit:.2f} x the "
-               f"memory limit")
+        floor = flops_per_step / rate
+        report(f"compute floor multitask: X U and X^T res over the valid rows, "
+               f"{flops_per_step / 1e9:.2f} GFlop per step, at the skinny GEMM's own rate on "
+               f"cache-resident data ({rate / 1e9:.1f} GFlop/s) take {1e3 * floor:.2f} ms = "
+               f"{floor / self.limits['valid rows']:.2f} x the memory limit")
         return ratios["valid rows"][0]
 
     def _skinny_gemm(self):
         """One local step's kind of product, (B D x m) @ (m x r) per agent, on 8 agents' worth of
         rows (8 MB, read from cache after the first of the timed calls): the rate OpenBLAS
-        reaches on this shape when memory is not the bottleneck. The step needs 2 m r + 2 m
-        flops per valid row (X U, then X^T res)."""
+        reaches on this shape when memory is not the bottleneck. Returns the product, its
+        flops, and the flops of a local step: 2 m r + 2 m per valid row (X U, then X^T res)."""
         D, m = self.problem.X.shape[2:]
         r = 5
         rng = np.random.default_rng(3)
@@ -156,7 +156,7 @@ class MultitaskLarge(_Limit):
         u = rng.standard_normal((8, m, r))
         out = np.empty((8, self.B * D, r))
         mean_rows = float(self.problem.d.mean())
-        self.flops = S * self.B * mean_rows * (2 * m * r + 2 * m)
-        return (lambda: np.matmul(a, u, out=out)), 8 * 2 * self.B * D * m * r
+        return ((lambda: np.matmul(a, u, out=out)), 8 * 2 * self.B * D * m * r,
+                S * self.B * mean_rows * (2 * m * r + 2 * m))
 
     track_memory_ratio_multitask.unit = "time / limit"

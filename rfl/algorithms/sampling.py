@@ -7,8 +7,8 @@ compared draw for draw.
 
 A local step's mini-batches come as a ``rfl.problems.MiniBatch``: the B distinct samples
 of each agent, held as the (s, N) selection mask the sampler draws, with the (s, B) indices
-derived on demand. Kernels that stream all N samples with weights use the mask as it is;
-kernels that gather the selected samples (and the reference loops) use the indices.
+derived on demand (a compiled pass over the mask), which the problems' kernels and the
+reference loops read.
 """
 
 from __future__ import annotations

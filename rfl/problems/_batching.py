@@ -3,8 +3,8 @@
 A mini-batch gradient of agent j reads the B samples ``data[j, batch[j]]`` out of its N
 (``data: (S, N, *sample_shape)``). Two ways to read them:
 
-- **compiled** (``rfl.problems._kernels``, via ``selected_indices``): a numba loop over the
-  agents reads each selected sample once, where it lies, and keeps the agent's sum in cache
+- **compiled** (``rfl.problems._kernels``, inputs checked by ``kernel_inputs``): a numba loop
+  over the agents reads each selected sample once, where it lies, and keeps the agent's sum in cache
   (``gram_apply`` here: CPESph, kPCA; MBCFSti's mean of matrices). Used where the per-sample
   work is a few products and sums.
 - **gather** (``batch_chunks``): the selected samples of a chunk of agents are copied
@@ -182,6 +182,14 @@ def selected_indices(batch, n: int, s: int) -> np.ndarray:
     return np.ascontiguousarray(idx, dtype=np.intp)
 
 
+def kernel_inputs(agents, batch, S: int, N: int) -> tuple[np.ndarray, np.ndarray]:
+    """What the compiled kernels take, checked (they do not check bounds): the agents as a
+    C-contiguous intp array ``(s,)`` in [0, S) (numpy's rules, IndexError outside), and the
+    batch as ``selected_indices`` ``(s, B)`` in [0, N)."""
+    agents = np.ascontiguousarray(checked_indices(np.asarray(agents), S), dtype=np.intp)
+    return agents, selected_indices(batch, N, agents.shape[0])
+
+
 def gram_apply(data: np.ndarray, agents: np.ndarray, batch: np.ndarray | None,
                x: np.ndarray) -> np.ndarray:
     """sum_{b in batch_j} z_b z_b^T X_j for each agent j: the mini-batch term of quadratic
@@ -192,8 +200,7 @@ def gram_apply(data: np.ndarray, agents: np.ndarray, batch: np.ndarray | None,
     compiled ``_kernels.gram_rows`` (``gram_rows_vector`` for r = 1), which reads each selected
     row once where it lies."""
     S, N, n = data.shape
-    agents = np.ascontiguousarray(checked_indices(agents, S), dtype=np.intp)
-    idx = selected_indices(batch, N, agents.shape[0])
+    agents, idx = kernel_inputs(agents, batch, S, N)
     data = np.ascontiguousarray(data, dtype=float)
     if x.shape[-1] == 1:
         out = np.empty(x.shape[:-1])

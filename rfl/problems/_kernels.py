@@ -8,9 +8,9 @@ reads need that to approach the streaming bandwidth), and keep each agent's sum 
 
 They run on one thread, so results do not depend on the number of cores. Reassociation
 (``FASTMATH``) lets the compiler vectorise the sums; it changes only the order of summation.
-Inputs are trusted (no bounds checks inside): callers pass ``_batching.selected_indices`` and
-checked agents. Shapes: data (S, N, k); agents (s,) intp; idx (s, B) intp, each row's samples
-(a repeated index counts twice).
+Inputs are trusted (no bounds checks inside): callers check them with
+``_batching.kernel_inputs``. Shapes: data (S, N, k); agents (s,) intp; idx (s, B) intp, each
+row's samples (a repeated index counts twice).
 """
 
 from __future__ import annotations

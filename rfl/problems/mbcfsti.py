@@ -20,7 +20,7 @@ import numpy as np
 
 from rfl.manifolds import Stiefel
 
-from ._batching import checked_indices, kernels, selected_indices
+from ._batching import kernel_inputs, kernels
 from .base import Problem
 
 
@@ -88,8 +88,7 @@ class MBCFSti(Problem):
         symmetric), unpacked as it is written out."""
         S, N, d, _ = self.A.shape
         data = self.A.reshape(S, N, d * d) if self._packed is None else self._packed
-        agents = np.ascontiguousarray(checked_indices(np.asarray(agents), S), dtype=np.intp)
-        idx = selected_indices(batch, N, agents.shape[0])
+        agents, idx = kernel_inputs(agents, batch, S, N)
         pos = self._unpack if self._packed is not None else np.arange(d * d)
         total = kernels().row_sums(data, agents, idx, pos, np.empty((agents.shape[0], d * d)))
         total /= idx.shape[1]
@@ -107,8 +106,7 @@ class MBCFSti(Problem):
             out *= 2.0 * self.h
             return out
         S, N = self._packed.shape[:2]
-        agents = np.ascontiguousarray(checked_indices(np.asarray(agents), S), dtype=np.intp)
-        idx = selected_indices(batch, N, agents.shape[0])
+        agents, idx = kernel_inputs(agents, batch, S, N)
         xt = np.ascontiguousarray(np.swapaxes(x, -1, -2), dtype=float)
         out = kernels().packed_sums_apply(self._packed, agents, idx, xt, np.empty(xt.shape))
         out *= (2.0 / idx.shape[1]) * self.h[:, None]
