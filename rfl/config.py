@@ -18,7 +18,6 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-from rfl.manifolds import Manifold
 from rfl.problems import PROBLEMS
 
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "config" / "schema.yaml"
@@ -248,7 +247,7 @@ def _experiment_errors(config: dict) -> list[str]:
             if "server_step" in m and alg != "rfedproj":
                 msgs.append(f"config key {_key(here + ['server_step'])}: only rfedproj takes a "
                             f"server step; {alg} does not")
-            if alg == "rfedproj" and cls.manifold_class.project is Manifold.project:
+            if alg == "rfedproj" and not cls.manifold_class.offers("nearest_point"):
                 msgs.append(f"config key {_key(here + ['algorithm'])}: 'rfedproj' needs a compact "
                             f"embedded manifold with a Euclidean projection (sphere, stiefel); "
                             f"{cls.manifold_class.name} has none")
@@ -257,7 +256,7 @@ def _experiment_errors(config: dict) -> list[str]:
                 msgs.append(f"config key {_key(here + ['participation'])}: {s} is larger than the "
                             f"number of agents S={len(sizes)}; allowed: 1..{len(sizes)}")
             retraction = exp.get("geometry", {}).get("retraction")
-            if alg in TANGENT_MEAN_NAMES and not cls.manifold_class.has_tangent_mean(retraction):
+            if alg in TANGENT_MEAN_NAMES and not cls.manifold_class.offers("tangent_mean", retraction):
                 msgs.append(f"config key {_key(here + ['algorithm'])}: {alg!r} aggregates by the "
                             f"tangent mean, which needs a closed-form Log or an inverse retraction; "
                             f"{cls.manifold_class.name} with retraction "

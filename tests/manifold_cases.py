@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 BATCHED_MAPS = {                      # name -> (method, which of x, y, u, v, g it takes)
-    "inner": ("inner", "xuv"), "norm": ("norm", "xu"), "proj": ("proj", "xg"),
-    "egrad2rgrad": ("egrad2rgrad", "xg"), "retraction": ("retraction", "xu"), "exp": ("exp", "xu"),
+    "inner": ("inner", "xuv"), "norm": ("norm", "xu"), "projection": ("projection", "xg"),
+    "euclidean_to_riemannian_gradient": ("euclidean_to_riemannian_gradient", "xg"), "retraction": ("retraction", "xu"), "exp": ("exp", "xu"),
     "log": ("log", "xy"), "dist": ("dist", "xy"), "transport": ("transport", "xyu"),
     "transport_parallelization": ("transport_parallelization", "xyu"),
     "distance_from_manifold": ("distance_from_manifold", "x"),

@@ -21,7 +21,7 @@ class SphereOps:
         self.retraction = self.m.retraction if retraction == "normalize" else self.m.exp
         self.transport = self.parallel if transport == "parallel" else (lambda x, y, u: self.m.projection(y, u))
 
-    def egrad2rgrad(self, x, g):
+    def euclidean_to_riemannian_gradient(self, x, g):
         return self.m.euclidean_to_riemannian_gradient(x, g)
 
     def exp(self, x, u):
@@ -47,7 +47,7 @@ class EuclideanOps:
     def transport(self, x, y, u):
         return u
 
-    def egrad2rgrad(self, x, g):
+    def euclidean_to_riemannian_gradient(self, x, g):
         return g
 
     exp = retraction
@@ -59,7 +59,7 @@ class EuclideanOps:
 def _agent_grad(problem, ops, x, j, batch):
     """Mini-batch Riemannian gradient of agent j at one point x."""
     g = problem.minibatch_egrad(x[None], np.array([j]), batch[None])[0]
-    return ops.egrad2rgrad(x, g)
+    return ops.euclidean_to_riemannian_gradient(x, g)
 
 
 def rfedags_loop(problem, ops, x1, step_size, K, rounds, sampler):

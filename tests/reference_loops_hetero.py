@@ -22,7 +22,7 @@ class StiefelOps:
         from pymanopt.manifolds import Stiefel
         self.m = Stiefel(n, p)
 
-    def egrad2rgrad(self, x, g):
+    def euclidean_to_riemannian_gradient(self, x, g):
         return self.m.euclidean_to_riemannian_gradient(x, g)
 
     def project(self, x):
@@ -45,7 +45,7 @@ def rfedsvrg_loop(problem, ops, x1, step_size, K, rounds, sampler):
         alpha = step_size(t)
         w = sampler.weights(problem.local_sizes, agents)
         # agents send grad f_j(x_t); the server broadcasts grad f(x_t) = sum_j p_j grad f_j(x_t)
-        g_loc = {j: ops.egrad2rgrad(x_t, problem.local_egrad(x_t[None], np.array([j]))[0]) for j in agents}
+        g_loc = {j: ops.euclidean_to_riemannian_gradient(x_t, problem.local_egrad(x_t[None], np.array([j]))[0]) for j in agents}
         g_glob = sum(w[row] * g_loc[j] for row, j in enumerate(agents))
         x = {j: x_t.copy() for j in agents}
         for k in range(K):

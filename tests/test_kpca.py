@@ -227,7 +227,7 @@ def test_closed_form_optimum(raw, arrays, r):
     # retractions of tangent steps increase F (a strict minimum modulo O(r))
     for _ in range(5):
         u = prob.manifold.random_tangent(rng, x_star[None])
-        u = prob.manifold.proj(x_star[None], u - x_star[None] @ (x_star.T @ u[0]))   # horizontal
+        u = prob.manifold.projection(x_star[None], u - x_star[None] @ (x_star.T @ u[0]))   # horizontal
         u /= np.linalg.norm(u)
         for t in (1e-3, 1e-1, 1.0):
             assert prob.cost(prob.manifold.retraction(x_star[None], t * u)[0]) > f_star

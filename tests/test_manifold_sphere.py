@@ -74,7 +74,7 @@ def test_agrees_with_pymanopt(rng, pts):
     p = PSphere(N)
     g = rng.standard_normal(x.shape)
     for j in range(S):
-        np.testing.assert_allclose(m.proj(x, g)[j], p.projection(x[j], g[j]), atol=1e-14)
+        np.testing.assert_allclose(m.projection(x, g)[j], p.projection(x[j], g[j]), atol=1e-14)
         np.testing.assert_allclose(m.exp(x, u)[j], p.exp(x[j], u[j]), atol=1e-14)
         np.testing.assert_allclose(m.log(x, y)[j], p.log(x[j], y[j]), atol=1e-12)
         np.testing.assert_allclose(m.dist(x, y)[j], p.dist(x[j], y[j]), atol=1e-12)

@@ -56,10 +56,10 @@ def brockett():
 def test_sphere_projection_is_normalisation():
     M = Sphere(5)
     x = 3.0 * np.random.default_rng(0).standard_normal((4, 5))
-    y = M.project(x)
+    y = M.nearest_point(x)
     np.testing.assert_allclose(y, x / np.linalg.norm(x, axis=1, keepdims=True), rtol=0, atol=TOL)
     assert M.distance_from_manifold(y).max() < TOL
-    np.testing.assert_allclose(M.project(y), y, rtol=0, atol=TOL)          # identity on M
+    np.testing.assert_allclose(M.nearest_point(y), y, rtol=0, atol=TOL)          # identity on M
 
 
 def test_stiefel_projection_is_the_nearest_point():
@@ -68,12 +68,12 @@ def test_stiefel_projection_is_the_nearest_point():
     rng = np.random.default_rng(1)
     M = Stiefel(7, 3)
     x = rng.standard_normal((4, 7, 3))
-    y = M.project(x)
+    y = M.nearest_point(x)
     w, v = np.linalg.eigh(x.swapaxes(-1, -2) @ x)
     inv_sqrt = (v / np.sqrt(w)[:, None, :]) @ v.swapaxes(-1, -2)
     np.testing.assert_allclose(y, x @ inv_sqrt, rtol=0, atol=TOL)
     assert M.distance_from_manifold(y).max() < TOL
-    np.testing.assert_allclose(M.project(y), y, rtol=0, atol=TOL)
+    np.testing.assert_allclose(M.nearest_point(y), y, rtol=0, atol=TOL)
     d_best = np.linalg.norm(x - y, axis=(1, 2))
     for _ in range(200):
         for q in (M.random_point(rng, 4), M.retraction(y, 1e-2 * M.random_tangent(rng, y))):
@@ -84,7 +84,7 @@ def test_stiefel_projection_is_the_nearest_point():
 def test_manifolds_without_projection_say_so(manifold):
     with pytest.raises(NotImplementedError, match=f"{manifold.name} has no Euclidean projection; "
                                                   f"RFedProj needs a compact embedded submanifold"):
-        manifold.project(np.zeros((1,) + manifold.point_shape))
+        manifold.nearest_point(np.zeros((1,) + manifold.point_shape))
 
 
 def test_rfedproj_rejects_a_manifold_without_projection(least_squares):
@@ -188,7 +188,7 @@ def test_rfedsvrg_one_step_full_batch_is_riemannian_gradient_descent(hetero_Z, a
     vec = _iterates(RFedSVRG(p, step, 1, 15), x0, 12, seed=1)
     gd = [x0]
     for t in range(12):
-        gd.append(ops.exp(gd[-1], -step(t) * ops.egrad2rgrad(gd[-1], -2.0 * p.C @ gd[-1])))
+        gd.append(ops.exp(gd[-1], -step(t) * ops.euclidean_to_riemannian_gradient(gd[-1], -2.0 * p.C @ gd[-1])))
     np.testing.assert_allclose(np.array(vec), np.array(gd), rtol=0, atol=TOL)
     assert np.abs(vec[-1] - vec[0]).max() > 1e-2
 
@@ -205,7 +205,7 @@ def test_rfedsvrg_single_agent_full_batch_is_k_steps_of_riemannian_gd(hetero_Z):
     for t in range(10):
         x = gd[-1]
         for _ in range(K):
-            x = ops.retraction(x, -step(t) * ops.egrad2rgrad(x, -2.0 * p.C @ x))
+            x = ops.retraction(x, -step(t) * ops.euclidean_to_riemannian_gradient(x, -2.0 * p.C @ x))
         gd.append(x)
     np.testing.assert_allclose(np.array(vec), np.array(gd), rtol=0, atol=TOL)
     assert np.abs(vec[-1] - vec[0]).max() > 1e-2

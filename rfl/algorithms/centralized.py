@@ -120,12 +120,12 @@ def PymanoptView(manifold: Manifold):
             return float(self.rfl_manifold.norm(point[None], tangent_vector[None])[0])
 
         def projection(self, point, vector):
-            return self.rfl_manifold.proj(point[None], vector[None])[0]
+            return self.rfl_manifold.projection(point[None], vector[None])[0]
 
         to_tangent_space = projection
 
         def euclidean_to_riemannian_gradient(self, point, euclidean_gradient):
-            return self.rfl_manifold.egrad2rgrad(point[None], euclidean_gradient[None])[0]
+            return self.rfl_manifold.euclidean_to_riemannian_gradient(point[None], euclidean_gradient[None])[0]
 
         def retraction(self, point, tangent_vector):
             return self.rfl_manifold.retraction(point[None], tangent_vector[None])[0]

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from rfl.manifolds import Manifold
 
 from .base import Counters, FederatedAlgorithm
 
@@ -56,8 +55,8 @@ class RFedProj(FederatedAlgorithm):
         if not server_step > 0:
             raise ValueError(f"server_step must be positive, got {server_step!r}")
         self.server_step = float(server_step)
-        if type(self.manifold).project is Manifold.project:
-            self.manifold.project(np.zeros((1,) + self.manifold.point_shape))   # raises the message
+        if not self.manifold.offers("nearest_point"):
+            self.manifold.nearest_point(np.zeros((1,) + self.manifold.point_shape))   # raises the message
 
     def initial_state(self, x0: np.ndarray):
         """x_bar^1 = x0 and c_j^1 = 0 for all S agents: ``(point_shape, (S, *point_shape))``."""
@@ -70,7 +69,7 @@ class RFedProj(FederatedAlgorithm):
         s = agents.shape[0]
         eta = self.step_size(t)
         w = sampler.weights(self.problem.local_sizes, agents)
-        y = m.project(x_bar[None])[0]                                      # P_M(x_bar^r)
+        y = m.nearest_point(x_bar[None])[0]                                      # P_M(x_bar^r)
         z_hat = self.broadcast(y, s)                                       # line 3
         z = z_hat.copy()
         c_r = c[agents]                                                    # (s, *shape)
@@ -80,7 +79,7 @@ class RFedProj(FederatedAlgorithm):
             g = self.problem.minibatch_rgrad(z, agents, batch)             # line 6
             g_sum += g
             z_hat = z_hat - eta * (g + c_r)                                # line 7
-            z = m.project(z_hat)                                           # line 8
+            z = m.nearest_point(z_hat)                                           # line 8
         x_bar_next = y + self.server_step * (np.tensordot(w, z_hat, axes=1) - y)   # line 12
         old = g_sum / self.K
         avg = np.tensordot(w, old, axes=1)
@@ -109,4 +108,4 @@ class RFedProj(FederatedAlgorithm):
                 counters.floats += int(previous[agents].sum()) * n           # avg^{r-1} to returning agents
             previous[:] = False
             previous[agents] = True
-            yield t, self.manifold.project(x_bar[None])[0], counters
+            yield t, self.manifold.nearest_point(x_bar[None])[0], counters

@@ -38,7 +38,7 @@ class RFedSVRG(FederatedAlgorithm):
     def __init__(self, problem, step_size, K, batch_size, participation=None):
         super().__init__(problem, step_size, K, batch_size, participation)
         m = self.manifold
-        if not m.has_tangent_mean(m.retraction_name):
+        if not m.offers("tangent_mean", m.retraction_name):
             raise ValueError(
                 f"rfedsvrg aggregates by the tangent mean, which needs a closed-form Log or an "
                 f"inverse retraction; {m.name} with retraction {m.retraction_name!r} has neither")
@@ -51,7 +51,7 @@ class RFedSVRG(FederatedAlgorithm):
         alpha = self.step_size(t)
         w = sampler.weights(self.problem.local_sizes, agents)
         x_server = self.broadcast(x_t, s)                                  # (s, *shape)
-        g_local = m.egrad2rgrad(x_server, self.problem.local_egrad(x_server, agents))   # grad f_j(x_t)
+        g_local = m.euclidean_to_riemannian_gradient(x_server, self.problem.local_egrad(x_server, agents))   # grad f_j(x_t)
         g_global = np.tensordot(w, g_local, axes=1)                        # grad f(x_t)
         shift = g_local - g_global[None]                                   # grad f_j(x_t) - grad f(x_t)
         x = x_server.copy()                                                # x^j_0 = x_t

@@ -103,7 +103,7 @@ class RLBFGS:
 
     def _grad(self, x):
         self.grad_count += 1
-        return self.manifold.egrad2rgrad(x[None], self.problem.egrad(x)[None])[0]
+        return self.manifold.euclidean_to_riemannian_gradient(x[None], self.problem.egrad(x)[None])[0]
 
     def _inner(self, x, u, v):
         return float(self.manifold.inner(x[None], u[None], v[None])[0])

@@ -23,7 +23,7 @@ def batch_sum(a: np.ndarray, point_ndim: int) -> np.ndarray:
 class Manifold:
     """A Riemannian manifold whose maps act on a leading agents axis.
 
-    Subclasses implement ``inner``, ``proj``, ``egrad2rgrad``, ``exp``, ``log``,
+    Subclasses implement ``inner``, ``projection``, ``euclidean_to_riemannian_gradient``, ``exp``, ``log``,
     ``dist``, ``random_point`` and one method ``retraction_<name>`` /
     ``transport_<name>`` for every name listed in ``RETRACTIONS`` /
     ``TRANSPORTS``.
@@ -79,11 +79,11 @@ class Manifold:
         return np.sqrt(np.maximum(self.inner(x, u, u), 0.0))
 
     # ---- tangent spaces ---------------------------------------------------
-    def proj(self, x: np.ndarray, u: np.ndarray) -> np.ndarray:
+    def projection(self, x: np.ndarray, u: np.ndarray) -> np.ndarray:
         """Orthogonal projection of an ambient vector onto T_x M."""
         raise NotImplementedError
 
-    def egrad2rgrad(self, x: np.ndarray, egrad: np.ndarray) -> np.ndarray:
+    def euclidean_to_riemannian_gradient(self, x: np.ndarray, egrad: np.ndarray) -> np.ndarray:
         """Riemannian gradient from the Euclidean gradient of a smooth extension."""
         raise NotImplementedError
 
@@ -105,12 +105,29 @@ class Manifold:
         """Exp_x^{-1}(y)."""
         raise NotImplementedError
 
-    # ---- tangent-mean aggregation (RFedAvg, RFedSVRG) -----------------------
+    # ---- what the manifold offers ----------------------------------------------
+    #: the capabilities ``offers`` answers for; algorithms declare what they need in these words
+    CAPABILITIES = ("flat", "log", "tangent_mean", "nearest_point")
+
     @classmethod
-    def has_tangent_mean(cls, retraction: str | None = None) -> bool:
-        """Whether the tangent mean can be formed: a closed-form Log, or an inverse retraction."""
-        name = retraction or cls.RETRACTIONS[0]
-        return cls.HAS_LOG or hasattr(cls, f"inverse_retraction_{name}")
+    def offers(cls, capability: str, retraction: str | None = None) -> bool:
+        """Whether this manifold (with ``retraction``, default the first of RETRACTIONS) offers
+        ``capability``: ``flat`` (Euclidean space), ``log`` (closed-form Exp^{-1}),
+        ``tangent_mean`` (Log, or an inverse of the retraction), ``nearest_point`` (the
+        Euclidean projection P_M onto a compact embedded submanifold)."""
+        if capability == "flat":
+            return cls.name == "euclidean"
+        if capability == "log":
+            return cls.HAS_LOG
+        if capability == "tangent_mean":
+            name = retraction or cls.RETRACTIONS[0]
+            return cls.HAS_LOG or hasattr(cls, f"inverse_retraction_{name}")
+        if capability == "nearest_point":
+            return cls.nearest_point is not Manifold.nearest_point
+        raise ValueError(f"unknown manifold capability {capability!r}; allowed: "
+                         f"{', '.join(cls.CAPABILITIES)}")
+
+    # ---- tangent-mean aggregation (RFedAvg, RFedSVRG) -----------------------
 
     def tangent_log(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """Lift y to T_x M for the tangent mean: Exp_x^{-1}(y), or R_x^{-1}(y) where Log has no
@@ -139,10 +156,10 @@ class Manifold:
 
     def transport_projection(self, x: np.ndarray, y: np.ndarray, u: np.ndarray) -> np.ndarray:
         """Projection transport P_{T_y M}(u) (embedded manifolds)."""
-        return self.proj(y, u)
+        return self.projection(y, u)
 
     # ---- projection onto the manifold ------------------------------------
-    def project(self, x: np.ndarray) -> np.ndarray:
+    def nearest_point(self, x: np.ndarray) -> np.ndarray:
         """Euclidean projection P_M of ambient points onto the manifold: ``(S, *point_shape)``."""
         raise NotImplementedError(
             f"{self.name} has no Euclidean projection; RFedProj needs a compact embedded "
@@ -155,7 +172,7 @@ class Manifold:
 
     def random_tangent(self, rng: np.random.Generator, x: np.ndarray) -> np.ndarray:
         """A random unit tangent vector at each point of ``x``."""
-        u = self.proj(x, rng.standard_normal(x.shape))
+        u = self.projection(x, rng.standard_normal(x.shape))
         nrm = self.norm(x, u).reshape((-1,) + (1,) * self.point_ndim)
         return u / nrm
 

@@ -23,10 +23,10 @@ class Euclidean(Manifold):
     def inner(self, x, u, v):
         return self._sum(u * v)
 
-    def proj(self, x, u):
+    def projection(self, x, u):
         return u
 
-    egrad2rgrad = proj
+    euclidean_to_riemannian_gradient = projection
 
     def exp(self, x, u):
         return x + u

@@ -36,11 +36,11 @@ class Grassmann(Manifold):
         """<xi, eta>_U = tr(xi^T eta)  (Appendix E)."""
         return np.einsum("sij,sij->s", u, v)
 
-    def proj(self, x, u):
+    def projection(self, x, u):
         """Projection onto the horizontal space: P_U(G) = (I - U U^T) G."""
         return u - x @ (_t(x) @ u)
 
-    egrad2rgrad = proj
+    euclidean_to_riemannian_gradient = projection
 
     def retraction_svd(self, x, u):
         """R_U(xi) = P Q^T with P S Q^T the thin SVD of U + xi  (Appendix E)."""

@@ -81,11 +81,11 @@ class SPD(Manifold):
         b = a if v is u else np.linalg.solve(x, v)
         return np.einsum("sij,sji->s", a, b)
 
-    def proj(self, x, u):
+    def projection(self, x, u):
         """P_X(U) = sym(U): T_X S^n_{++} is the space of symmetric matrices."""
         return _sym(u)
 
-    def egrad2rgrad(self, x, egrad):
+    def euclidean_to_riemannian_gradient(self, x, egrad):
         """grad f(X) = X sym(G) X, G the Euclidean gradient."""
         return _sym(x @ _sym(egrad) @ x)
 

@@ -38,11 +38,11 @@ class Sphere(Manifold):
     def inner(self, x, u, v):
         return _dot(u, v)
 
-    def proj(self, x, u):
+    def projection(self, x, u):
         """P_x(u) = u - (x^T u) x."""
         return u - _col(_dot(x, u)) * x
 
-    egrad2rgrad = proj
+    euclidean_to_riemannian_gradient = projection
 
     def retraction_normalize(self, x, u):
         """R_x(u) = (x + u) / ||x + u||  (Appendix E)."""
@@ -95,7 +95,7 @@ class Sphere(Manifold):
         xy *= _col(coef)
         return u - xy
 
-    def project(self, x):
+    def nearest_point(self, x):
         """P_M(x) = x / ||x||, the nearest unit vector (unique for x != 0)."""
         return x / _col(np.linalg.norm(x, axis=1))
 

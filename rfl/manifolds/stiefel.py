@@ -141,11 +141,11 @@ class Stiefel(Manifold):
         """<U, V>_X = tr(U^T V)  (Appendix E)."""
         return np.einsum("sij,sij->s", u, v)
 
-    def proj(self, x, u):
+    def projection(self, x, u):
         """P_X(U) = U - X sym(X^T U)."""
         return u - x @ _sym(_t(x) @ u)
 
-    egrad2rgrad = proj
+    euclidean_to_riemannian_gradient = projection
 
     def retraction_polar(self, x, u):
         """R_X(V) = (X + V)(I_p + V^T V)^{-1/2}  (Appendix E, polar retraction).
@@ -206,7 +206,7 @@ class Stiefel(Manifold):
         m = np.linalg.solve(lyap, rhs[..., None])[..., 0].reshape(-1, p, p)
         return y @ m - x
 
-    def project(self, x):
+    def nearest_point(self, x):
         """P_M(X) = U V^T from the thin SVD X = U Sigma V^T: the nearest point of St(p, n) in
         the Frobenius norm (the orthonormal polar factor; unique when X has full rank p)."""
         return _polar(x)

@@ -59,7 +59,7 @@ class Problem:
 
     def minibatch_rgrad(self, x, agents, batch):
         """Riemannian mini-batch gradient (Algorithm 1, line 7 without the step size)."""
-        return self.manifold.egrad2rgrad(x, self.minibatch_egrad(x, agents, batch))
+        return self.manifold.euclidean_to_riemannian_gradient(x, self.minibatch_egrad(x, agents, batch))
 
     def local_egrad(self, x: np.ndarray, agents: np.ndarray) -> np.ndarray:
         """Euclidean gradient of the full local risk f_j at x_j: ``(s, *point_shape)``."""
@@ -80,7 +80,7 @@ class Problem:
 
     def grad(self, x: np.ndarray) -> np.ndarray:
         """Riemannian gradient of F at one point."""
-        return self.manifold.egrad2rgrad(x[None], self.egrad(x)[None])[0]
+        return self.manifold.euclidean_to_riemannian_gradient(x[None], self.egrad(x)[None])[0]
 
     def grad_norm(self, x: np.ndarray) -> float:
         return float(self.manifold.norm(x[None], self.grad(x)[None])[0])

@@ -45,7 +45,7 @@ is the test NMSE anyway.
 Riemannian structure: the Euclidean gradient E of the O(r)-invariant extension
 satisfies U^T E = -2 lambda W (symmetric, W = mean of w w^T; 0 for lambda = 0),
 so the Grassmann gradient is the horizontal projection (I - U U^T) E
-(``Grassmann.egrad2rgrad``), and E(U Q) = E(U) Q.
+(``Grassmann.euclidean_to_riemannian_gradient``), and E(U Q) = E(U) Q.
 
 Storage and cost. Tasks are padded to a common row count D: X (S, N, D, m),
 y (S, N, D), sizes d (S, N); padded rows must be exactly zero in X and y
