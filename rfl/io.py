@@ -79,10 +79,119 @@ def read_json(path):
     return json.loads(Path(path).read_text())
 
 
-def read_yaml(path):
+#: bounds on what a YAML file may make the loader build: anchors are for a few shared
+#: settings, not for documents that expand to millions of nodes ("billion laughs")
+YAML_MAX_DEPTH = 64
+YAML_MAX_NODES = 200_000
+
+
+class YAMLError(ValueError):
+    """A YAML file that must not be used: not YAML, a duplicate key, too deep, too large."""
+
+
+def _yaml_loader():
     import yaml
 
-    return yaml.safe_load(Path(path).read_text())
+    class StrictLoader(yaml.SafeLoader):
+        """SafeLoader that refuses a key given twice in one mapping (YAML says keys are
+        unique; PyYAML keeps the last silently). Merge keys (``<<: *anchor``) may still be
+        overridden by the mapping's own keys, as YAML's merge type defines."""
+
+        def construct_mapping(self, node, deep=False):
+            seen = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    hash(key)
+                except TypeError:
+                    continue                        # SafeLoader's own error names it below
+                if key in seen:
+                    raise YAMLError(f"duplicate key {key!r} at line {key_node.start_mark.line + 1} "
+                                    f"(first at line {seen[key] + 1}); allowed: each key once "
+                                    f"per mapping")
+                seen[key] = key_node.start_mark.line
+            return super().construct_mapping(node, deep=deep)
+
+    return yaml, StrictLoader
+
+
+def _expanded_size(node) -> int:
+    """Nodes the document expands to, aliases counted at every use: ``(size, depth)`` bounded
+    by YAML_MAX_NODES / YAML_MAX_DEPTH; a node that contains itself is refused."""
+    sizes: dict[int, tuple[int, int]] = {}
+    active: set[int] = set()
+
+    def walk(n, level):
+        if level > YAML_MAX_DEPTH:
+            raise YAMLError(f"nesting deeper than {YAML_MAX_DEPTH} levels at line "
+                            f"{n.start_mark.line + 1}; allowed: at most {YAML_MAX_DEPTH}")
+        key = id(n)
+        if key in sizes:
+            return sizes[key]
+        if key in active:
+            raise YAMLError(f"an alias at line {n.start_mark.line + 1} refers to a node that "
+                            f"contains it (a recursive structure); allowed: aliases of finished "
+                            f"nodes only")
+        active.add(key)
+        children = []
+        if isinstance(n.value, list):
+            for item in n.value:
+                children.extend(item if isinstance(item, tuple) else (item,))
+        size, depth = 1, 0
+        for child in children:
+            s, d = walk(child, level + 1)
+            size, depth = size + s, max(depth, d + 1)
+            if size > YAML_MAX_NODES:
+                raise YAMLError(f"the document expands to more than {YAML_MAX_NODES} nodes "
+                                f"(aliases counted at each use); allowed: at most {YAML_MAX_NODES}")
+        active.discard(key)
+        sizes[key] = (size, depth)
+        return sizes[key]
+
+    walk(node, 0)
+    return sizes[id(node)][0]
+
+
+def _check_depth(yaml, text: str) -> None:
+    """Refuse nesting deeper than YAML_MAX_DEPTH from the event stream, before PyYAML's
+    recursive composer would run out of stack on it."""
+    depth = 0
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            depth += 1
+            if depth > YAML_MAX_DEPTH:
+                raise YAMLError(f"nesting deeper than {YAML_MAX_DEPTH} levels at line "
+                                f"{event.start_mark.line + 1}; allowed: at most {YAML_MAX_DEPTH}")
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            depth -= 1
+
+
+def parse_yaml(text: str, source: str = "<string>"):
+    """YAML text -> Python objects, refusing duplicate keys, recursive aliases, nesting
+    deeper than YAML_MAX_DEPTH and documents that expand beyond YAML_MAX_NODES nodes, with
+    one message naming ``source`` (``YAMLError``)."""
+    yaml, Loader = _yaml_loader()
+    loader = Loader(text)
+    try:
+        _check_depth(yaml, text)
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _expanded_size(node)
+        return loader.construct_document(node)
+    except YAMLError as exc:
+        raise YAMLError(f"{source}: {exc}") from None
+    except yaml.YAMLError as exc:
+        raise YAMLError(f"{source}: not valid YAML: {' '.join(str(exc).split())}") from None
+    finally:
+        loader.dispose()
+
+
+def read_yaml(path):
+    """A YAML file, read with ``parse_yaml``'s checks."""
+    return parse_yaml(Path(path).read_text(), str(path))
 
 
 def write_table(path, df: pd.DataFrame) -> None:
