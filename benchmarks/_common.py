@@ -1,6 +1,6 @@
-"""Shared helpers of the asv benchmarks: problems at paper size and at scale, the per-agent
-reference loops of the tests, interleaved timing, the streaming read bandwidth and traced
-peak memory.
+"""Shared helpers of the asv benchmarks: problems at paper size and at scale, algorithms
+from the registry and one round of them, interleaved timing, the streaming read bandwidth
+and traced peak memory.
 
 Machine noise. The development machine is shared, so absolute times drift between (and
 within) runs. Every ratio a ``track_`` benchmark reports is therefore measured inside one
@@ -18,22 +18,19 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-TESTS = ROOT / "tests"
-if str(TESTS) not in sys.path:          # the per-agent reference loops live with the tests
-    sys.path.insert(0, str(TESTS))
+from rfl.algorithms import Fixed
+from rfl.problems import PROBLEMS
+from rfl.random import stream
+from rfl.registry import ALGORITHMS
 
-from rfl.algorithms import FEDERATED, Fixed  # noqa: E402
-from rfl.data import generators  # noqa: E402
-from rfl.problems import PROBLEMS  # noqa: E402
-from rfl.random import stream  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 #: data seed of every benchmark problem (as config/config.yaml)
 SEED = 2024
 
 #: problems at paper size (Table 1 / Section 5; the School split and the digits as the config),
 #: with the geometry, batch size B, step size and K of the benchmarks. MBCFSti uses the
-#: polar retraction and the projection transport (issue 5, target 1).
+#: polar retraction and the projection transport (the speed-up target's setting).
 PAPER = {
     "cpesph": dict(params=dict(d=25, nu=1e-3, S=10, N=80), B=64, alpha=1.0, K=10,
                    geometry=dict(retraction="normalize", transport="parallel")),
@@ -79,11 +76,21 @@ def paper_arrays(name: str, instance: str = "0") -> dict:
     cfg = PAPER[name]
     if name == "school":
         rng = stream(SEED, "data", "school_r4", instance)
-        return generators.GENERATORS["school"](rng, school_raw_file(), **cfg["params"])
+        return generate("school", rng, school_raw_file(), **cfg["params"])
     kind = problem_kind(name)
-    if kind not in generators.GENERATORS:
-        raise Skip(f"no {kind} generator in this version")
-    return generators.GENERATORS[kind](stream(SEED, "data", name), **cfg["params"])
+    if kind not in PROBLEMS:
+        raise Skip(f"no {kind} problem in this version")
+    return generate(kind, stream(SEED, "data", name), **cfg["params"])
+
+
+def generate(kind: str, rng, *inputs, **params) -> dict:
+    """The arrays of problem ``kind``'s generator (the problem's own ``generate`` where it
+    declares one, else the generators table of ``rfl.data``)."""
+    own = getattr(PROBLEMS[kind], "generate", None)
+    if own is not None:
+        return own(rng, *inputs, **params)
+    from rfl.data import generators
+    return generators.GENERATORS[kind](rng, *inputs, **params)
 
 
 def problem_kind(name: str) -> str:
@@ -102,21 +109,20 @@ def paper_problem(name: str, **geometry):
 
 
 def make_algorithm(name: str, problem, K: int, B: int, alpha: float, **kwargs):
-    if name not in FEDERATED:
+    """Federated strategy ``name`` of the registry with a fixed step alpha (``kwargs``:
+    participation and the strategy's declared options)."""
+    cls = ALGORITHMS.get(name)
+    if cls is None or not cls.federated:
         raise Skip(f"no federated algorithm {name!r} in this version")
-    return FEDERATED[name](problem, Fixed(alpha), K, B, **kwargs)
+    return cls(problem, Fixed(alpha), K, B, **kwargs)
 
 
 def round_function(algorithm, x0: np.ndarray, seed: int = 0):
     """A callable running one federated round from x0 (a fresh sampler, drawn on from call to
-    call); stateful strategies (RFedProj, SCAFFLSA) carry their state along."""
+    call); the state a strategy carries across rounds (set by ``reset(x0)``: RFedProj's x_bar
+    and corrections, SCAFFLSA's control variates) evolves from call to call."""
     sampler = algorithm.sampler(np.random.default_rng(seed))
-    if hasattr(algorithm, "step") and hasattr(algorithm, "initial_state"):     # RFedProj
-        state = list(algorithm.initial_state(x0))
-
-        def run():
-            state[0], state[1], _ = algorithm.step(state[0], state[1], 0, sampler)
-        return run
+    algorithm.reset(x0)
 
     def run():
         algorithm.round(x0, 0, sampler)
@@ -205,7 +211,7 @@ def mbcfsti_arrays(S: int, N: int = 50, d: int = 25, p: int = 2, seed: int = 0) 
 
 def cpesph_arrays(S: int, N: int = 80, d: int = 25, nu: float = 1e-3, seed: int = 0) -> dict:
     """``rfl.data.cpesph.generate`` (its temporaries are a few times the data: small here)."""
-    return generators.GENERATORS["cpesph"](np.random.default_rng(seed), d=d, nu=nu, S=S, N=N)
+    return generate("cpesph", np.random.default_rng(seed), d=d, nu=nu, S=S, N=N)
 
 
 def multitask_arrays(S: int, N: int = 50, m: int = 100, r: int = 5, d_min: int = 10,

@@ -60,7 +60,7 @@ def sweep(name: str, s_values=S_VALUES) -> dict:
     for S in s_values:
         arrays = SWEEPS[name]["arrays"](S)
         size = data_bytes(arrays)
-        peak, run = traced_peak(lambda: _first_round(name, arrays))
+        peak, run = traced_peak(lambda arrays=arrays: _first_round(name, arrays))
         repeat = 7 if S <= 1000 else 3              # best of: the machine is shared
         seconds = interleaved_best({"round": run}, repeat, number=1 if S >= 1000 else None)["round"]
         out[S] = {"seconds": seconds, "data": size, "peak": peak}

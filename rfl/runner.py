@@ -129,14 +129,18 @@ def compute_reference(dataset: dict, data_npz, out_npz) -> None:
 
 # ---- runs -------------------------------------------------------------------
 def make_algorithm(spec: dict, problem):
-    from rfl.algorithms import CENTRALIZED, FEDERATED
+    """The algorithm of ``spec["algorithm"]`` from the registry: a federated strategy gets the
+    step rule, K, batch size and participation; every algorithm gets the options it declares
+    that the spec sets (an unset or null option keeps the class's default)."""
+    from rfl.registry import ALGORITHMS
 
     a = spec["algorithm"]
-    if a["name"] in CENTRALIZED:
-        return CENTRALIZED[a["name"]](problem)
-    options = {"server_step": a["server_step"]} if a.get("server_step") is not None else {}
-    return FEDERATED[a["name"]](problem, make_step_size(spec["step"]), a["K"], a["batch_size"],
-                                a.get("participation"), **options)
+    cls = ALGORITHMS[a["name"]]
+    options = {k: a[k] for k in cls.options if a.get(k) is not None}
+    if not cls.federated:
+        return cls(problem, **options)
+    return cls(problem, make_step_size(spec["step"]), a["K"], a["batch_size"],
+               a.get("participation"), **options)
 
 
 def execute(spec: dict, problem, x_star: np.ndarray, F_star: float) -> pd.DataFrame:

@@ -1,12 +1,19 @@
-"""RFedAGS / RFedAvg / FedAvg against exact identities and the per-agent reference loops."""
+"""RFedAGS / RFedAvg / FedAvg: exact identities, the geometries the strategy contract does not
+pick, the sampler, the step rules; declarations and their checks.
+
+(Vectorised == per-agent reference loop for every strategy on its default problems is the
+strategy contract's: tests/test_strategy_contract.py.)"""
 
 import numpy as np
 import pytest
-from reference_loops import EuclideanOps, SphereOps, fedavg_loop, rfedags_loop, rfedavg_loop
 
-from rfl.algorithms import AgentSampler, Decaying, FedAvg, Fixed, RFedAGS, RFedAvg
+from rfl.algorithms import (AgentSampler, Decaying, FedAvg, FederatedStrategy, Fixed, RFedAGS,
+                            RFedAvg, RoundResult)
 from rfl.data.cpesph import generate
 from rfl.problems.cpesph import CPESph
+from rfl.registry import ALGORITHMS
+from rfl.testing.reference_loops import (REFERENCE_LOOPS, EuclideanOps, SphereOps, fedavg_loop,
+                                         rfedags_loop, rfedavg_loop)
 
 
 def _iterates(alg, x0, rounds, seed):
@@ -23,24 +30,28 @@ def sphere_data():
 
 
 @pytest.mark.parametrize("participation", [None, 3])
-@pytest.mark.parametrize("transport", ["parallel", "projection"])
-def test_rfedags_matches_reference_loop(sphere_data, participation, transport):
-    p = CPESph(sphere_data, retraction="normalize", transport=transport)
+@pytest.mark.parametrize("geometry", [("normalize", "projection"), ("exp", "parallel")])
+def test_rfedags_matches_reference_loop(sphere_data, participation, geometry):
+    """Geometries other than the contract's CPESph default (normalize, parallel)."""
+    retraction, transport = geometry
+    p = CPESph(sphere_data, retraction=retraction, transport=transport)
     x0 = p.initial_point(np.random.default_rng(1))
     step = Decaying(2.0, 1.5, 3)
     vec = _iterates(RFedAGS(p, step, 4, 5, participation), x0, 8, seed=9)
-    ref = rfedags_loop(p, SphereOps(8, "normalize", transport), x0, step, 4, 8, _sampler(p, 5, participation, 9))
+    ref = rfedags_loop(p, x0, step, 4, 8, _sampler(p, 5, participation, 9),
+                       ops=SphereOps(8, retraction, transport))
     np.testing.assert_allclose(np.array(vec), np.array(ref), rtol=0, atol=1e-12)
     assert np.abs(vec[-1] - vec[0]).max() > 1e-2      # the iterates actually moved
 
 
 @pytest.mark.parametrize("participation", [None, 2])
-def test_rfedavg_matches_reference_loop(sphere_data, participation):
-    p = CPESph(sphere_data, retraction="normalize")
+def test_rfedavg_matches_reference_loop_with_exp_retraction(sphere_data, participation):
+    p = CPESph(sphere_data, retraction="exp", transport="projection")
     x0 = p.initial_point(np.random.default_rng(2))
     step = Fixed(3.0)
     vec = _iterates(RFedAvg(p, step, 3, 6, participation), x0, 8, seed=4)
-    ref = rfedavg_loop(p, SphereOps(8, "normalize"), x0, step, 3, 8, _sampler(p, 6, participation, 4))
+    ref = rfedavg_loop(p, x0, step, 3, 8, _sampler(p, 6, participation, 4),
+                       ops=SphereOps(8, "exp", "projection"))
     np.testing.assert_allclose(np.array(vec), np.array(ref), rtol=0, atol=1e-12)
     assert np.abs(vec[-1] - vec[0]).max() > 1e-2
 
@@ -64,7 +75,7 @@ def test_rfedags_euclidean_matches_reference_loop(least_squares):
     x0 = np.ones(4)
     step = Fixed(0.05)
     vec = _iterates(RFedAGS(p, step, 3, 6, 4), x0, 6, seed=8)
-    ref = rfedags_loop(p, EuclideanOps(), x0, step, 3, 6, _sampler(p, 6, 4, 8))
+    ref = rfedags_loop(p, x0, step, 3, 6, _sampler(p, 6, 4, 8), ops=EuclideanOps())
     np.testing.assert_allclose(np.array(vec), np.array(ref), rtol=0, atol=1e-12)
 
 
@@ -200,3 +211,72 @@ def test_fixed_step_converges_linearly_to_a_neighbourhood():
     # the neighbourhood shrinks with the step size (O(alpha sigma^2 / B) in Theorem 4.3)
     floor_small = np.median(excess(0.5, 400)[-50:])
     assert floor_small < 0.5 * floor_big
+
+
+# ---- declarations -----------------------------------------------------------------
+def test_declarations_are_complete_and_in_the_figure_order():
+    from rfl.manifolds.base import Manifold
+    order = ["rfedags", "rfedavg", "rfedsvrg", "rfedproj", "fedavg", "scafflsa", "rsd", "rcg", "rlbfgs"]
+    builtin = {n: c for n, c in ALGORITHMS.items() if c.__module__.startswith("rfl.algorithms.")}
+    assert sorted(builtin, key=lambda n: builtin[n].plot_order) == order
+    for name, cls in builtin.items():
+        assert cls.name == name and isinstance(cls.label, str) and cls.label
+        assert cls.requires <= set(Manifold.CAPABILITIES)
+        assert cls.fields and cls.fields <= {"gradient", "linear_field"}
+        assert set(cls.style) == {"color", "ls"} and cls.style["ls"] in ("-", "--", "-.", ":")
+        assert cls.federated == issubclass(cls, FederatedStrategy)
+        if cls.federated:
+            assert name in REFERENCE_LOOPS
+    assert ALGORITHMS["fedavg"].label == "FedLSA (FedAvg)"
+    assert [n for n in order if builtin[n].style["color"] is None] == ["rfedags", "rfedavg", "fedavg"]
+
+
+def test_option_defaults_are_the_constructors():
+    """Each declared option is a keyword of the constructor with the declared default."""
+    import inspect
+    for name, cls in ALGORITHMS.items():
+        params = inspect.signature(cls.__init__).parameters
+        for option, schema in cls.options.items():
+            assert option in params, (name, option)
+            assert params[option].default == schema["default"], (name, option)
+    assert ALGORITHMS["rfedproj"].option_defaults() == {"server_step": 1.0}
+
+
+@pytest.mark.parametrize("name,missing", [("fedavg", "flat"), ("scafflsa", "flat")])
+def test_flat_strategies_refuse_a_curved_manifold(sphere_data, name, missing):
+    p = CPESph(sphere_data)
+    with pytest.raises(ValueError, match=f"{name} cannot run on sphere with retraction "
+                                         f"'normalize': missing {missing}"):
+        ALGORITHMS[name](p, Fixed(0.1), 2, 3)
+
+
+def test_round_result_is_frozen_and_rounds_count_local_work(least_squares):
+    alg = FedAvg(least_squares, Fixed(0.05), 3, 4, 2)
+    r = alg.round(np.zeros(4), 0, alg.sampler(np.random.default_rng(0)))
+    assert isinstance(r, RoundResult) and r.participants.shape == (2,)
+    assert r.grad_evals == 2 * 3 * 4 and r.floats == 2 * 2 * 4
+    with pytest.raises(AttributeError):
+        r.x = np.ones(4)
+
+
+def test_a_new_strategy_registers_itself_and_is_checked(least_squares):
+    """A subclass declaring ``name`` is an algorithm of the registry; its ``requires`` are
+    checked against the problem's manifold at construction."""
+    from rfl.algorithms.aggregation import weighted_mean
+
+    class Plain(FederatedStrategy):
+        name = "plain_for_test"
+        label = "Plain"
+        requires = frozenset({"nearest_point"})
+
+        def round(self, x_t, t, sampler):
+            agents = sampler.participants()
+            return self.result(weighted_mean(sampler.weights(self.problem.local_sizes, agents),
+                                             self.broadcast(x_t, agents.shape[0])), agents)
+
+    try:
+        assert ALGORITHMS["plain_for_test"] is Plain and Plain.federated
+        with pytest.raises(ValueError, match="plain_for_test cannot run on euclidean .*missing nearest_point"):
+            Plain(least_squares, Fixed(0.1), 1, 2)
+    finally:
+        ALGORITHMS.remove("plain_for_test")

@@ -5,7 +5,6 @@ heterogeneous data."""
 
 import numpy as np
 import pytest
-from reference_loops_hetero import SphereOps, StiefelOps, rfedproj_loop, rfedsvrg_loop, sphere_project
 
 from rfl.algorithms import AgentSampler, Decaying, Fixed, RFedAvg
 from rfl.algorithms.rfedproj import RFedProj
@@ -15,6 +14,7 @@ from rfl.data.cpesph import generate
 from rfl.manifolds import SPD, Euclidean, Sphere, Stiefel
 from rfl.problems.cpesph import CPESph
 from rfl.problems.mbcfsti import MBCFSti
+from rfl.testing.reference_loops import SphereOps, StiefelOps, rfedproj_loop, rfedsvrg_loop, sphere_project
 
 TOL = 1e-12
 
@@ -88,7 +88,8 @@ def test_manifolds_without_projection_say_so(manifold):
 
 
 def test_rfedproj_rejects_a_manifold_without_projection(least_squares):
-    with pytest.raises(NotImplementedError, match="euclidean has no Euclidean projection"):
+    with pytest.raises(ValueError, match="rfedproj cannot run on euclidean with retraction 'exp': "
+                                         "missing nearest_point"):
         RFedProj(least_squares, Fixed(0.1), 2, 3)
 
 
@@ -97,20 +98,20 @@ def test_rfedsvrg_needs_a_log_or_an_inverse_retraction():
     inverse, with the QR retraction there is none here."""
     data = mbcfsti.generate(np.random.default_rng(3), d=8, p=3, S=5, N=10)
     RFedSVRG(MBCFSti.from_arrays(data, retraction="polar"), Fixed(0.1), 2, 3)
-    with pytest.raises(ValueError, match="stiefel with retraction 'qr' has neither"):
+    with pytest.raises(ValueError, match="rfedsvrg cannot run on stiefel with retraction 'qr': "
+                                         "missing tangent_mean"):
         RFedSVRG(MBCFSti.from_arrays(data, retraction="qr"), Fixed(0.1), 2, 3)
 
 
 # ---- vectorised == per-agent loop ------------------------------------------------
 @pytest.mark.parametrize("participation", [None, 3])
-@pytest.mark.parametrize("geometry", [("normalize", "parallel"), ("exp", "projection")])
-def test_rfedsvrg_matches_reference_loop(hetero_Z, participation, geometry):
-    retraction, transport = geometry
-    p = CPESph(hetero_Z, retraction=retraction, transport=transport)
+def test_rfedsvrg_matches_reference_loop_heterogeneous_exp_projection(hetero_Z, participation):
+    """Heterogeneous data and a geometry other than the contract's (normalize, parallel)."""
+    p = CPESph(hetero_Z, retraction="exp", transport="projection")
     x0 = p.initial_point(np.random.default_rng(1))
     step = Decaying(2.0, 1.5, 3)
     vec = _iterates(RFedSVRG(p, step, 4, 5, participation), x0, 8, seed=9)
-    ref = rfedsvrg_loop(p, SphereOps(8, retraction, transport), x0, step, 4, 8, _sampler(p, 5, participation, 9))
+    ref = rfedsvrg_loop(p, x0, step, 4, 8, _sampler(p, 5, participation, 9), ops=SphereOps(8, "exp", "projection"))
     np.testing.assert_allclose(np.array(vec), np.array(ref), rtol=0, atol=TOL)
     assert np.abs(vec[-1] - vec[0]).max() > 1e-2      # the iterates actually moved
 
@@ -129,12 +130,13 @@ def test_rfedproj_matches_reference_loop_on_the_sphere(hetero_Z, participation, 
     alg = RFedProj(p, step, 3, 5, participation, server_step=server_step)
     vec = _iterates(alg, x0, 10, seed=4)
     sampler = _sampler(p, 5, participation, 4)
-    ref = rfedproj_loop(p, SphereOps(8), sphere_project, x0, step, 3, 10, sampler, server_step)
+    ref = rfedproj_loop(p, x0, step, 3, 10, sampler, server_step=server_step)
     np.testing.assert_allclose(np.array(vec), np.array(ref), rtol=0, atol=TOL)
     assert np.abs(vec[-1] - vec[0]).max() > 1e-2
     # the corrections are in play: after one round they are far from zero
-    _, c, _ = alg.step(*alg.initial_state(x0), 0, alg.sampler(np.random.default_rng(4)))
-    assert np.linalg.norm(c) > 1e-2
+    alg.reset(x0)
+    alg.round(x0, 0, alg.sampler(np.random.default_rng(4)))
+    assert np.linalg.norm(alg.c) > 1e-2
     if participation is not None:
         rounds = sampler.rounds
         assert any(a & b for a, b in zip(rounds, rounds[1:]))      # some agent keeps its c
@@ -151,8 +153,8 @@ def test_rfedproj_line_15_is_average_minus_old(hetero_Z, participation):
     x0 = p.initial_point(np.random.default_rng(2))
     step = Fixed(0.8)
     vec = _iterates(RFedProj(p, step, 3, 5, participation, server_step=0.6), x0, 10, seed=7)
-    lit = rfedproj_loop(p, SphereOps(8), sphere_project, x0, step, 3, 10, _sampler(p, 5, participation, 7),
-                        0.6, line15=True)
+    lit = rfedproj_loop(p, x0, step, 3, 10, _sampler(p, 5, participation, 7), server_step=0.6,
+                        line15=True)
     gap = np.abs(np.array(vec) - np.array(lit)).max()
     if participation is None:
         assert gap < TOL
@@ -167,7 +169,7 @@ def test_rfedproj_matches_reference_loop_on_stiefel(brockett, participation):
     step = Fixed(0.03)
     vec = _iterates(RFedProj(p, step, 3, 4, participation, server_step=0.8), x0, 10, seed=5)
     sampler = _sampler(p, 4, participation, 5)
-    ref = rfedproj_loop(p, StiefelOps(8, 3), StiefelOps(8, 3).project, x0, step, 3, 10, sampler, 0.8)
+    ref = rfedproj_loop(p, x0, step, 3, 10, sampler, ops=StiefelOps(8, 3), server_step=0.8)
     np.testing.assert_allclose(np.array(vec), np.array(ref), rtol=0, atol=TOL)
     assert np.abs(vec[-1] - vec[0]).max() > 1e-2
     assert max(p.manifold.distance_from_manifold(np.array(vec))) < TOL
@@ -221,11 +223,11 @@ def _projected_gd_check(p, x0, eta, eta_g, rounds, project):
     for y, y_next in zip(vec, vec[1:]):
         np.testing.assert_allclose(y_next, project(y - eta_g * eta * p.grad(y)), rtol=0, atol=TOL)
     assert np.abs(vec[-1] - vec[0]).max() > 1e-2
-    state, sampler = alg.initial_state(x0), alg.sampler(np.random.default_rng(3))
+    sampler = alg.sampler(np.random.default_rng(3))
+    alg.reset(x0)
     for t in range(2):
-        x_bar, c, _ = alg.step(*state, t, sampler)
-        state = (x_bar, c)
-    assert np.linalg.norm(c) > 1e-3 * np.linalg.norm(p.grad(x0))   # corrections present, yet cancel
+        alg.round(None, t, sampler)
+    assert np.linalg.norm(alg.c) > 1e-3 * np.linalg.norm(p.grad(x0))   # corrections present, yet cancel
 
 
 @pytest.mark.parametrize("eta_g", [1.0, 0.5])
@@ -265,7 +267,7 @@ def test_rfedproj_counts(hetero_Z, participation):
     s = participation or 6
     assert [g for g, _ in rows] == [(t + 1) * s * 3 * 4 for t in range(6)]
     sampler = _sampler(p, 4, participation, 8)
-    rfedproj_loop(p, SphereOps(8), sphere_project, x0, Fixed(0.5), 3, 6, sampler)
+    rfedproj_loop(p, x0, Fixed(0.5), 3, 6, sampler)
     extra = [0] + [len(a & b) if participation else 0 for a, b in zip(sampler.rounds, sampler.rounds[1:])]
     assert [f for _, f in rows] == list(np.cumsum([2 * s * 8 + 8 * e for e in extra]))
     assert participation is None or sum(extra) > 0
@@ -298,10 +300,11 @@ def test_rfedproj_converges_to_a_stationary_point_on_the_sphere(hetero_Z):
     p = CPESph(hetero_Z)
     x0 = p.initial_point(np.random.default_rng(1))
     alg = RFedProj(p, Fixed(2.0), 5, 15)
-    state, sampler = alg.initial_state(x0), alg.sampler(np.random.default_rng(0))
+    sampler = alg.sampler(np.random.default_rng(0))
+    alg.reset(x0)
     for t in range(250):
-        x_bar, c, _ = alg.step(*state, t, sampler)
-        state = (x_bar, c)
+        alg.round(None, t, sampler)
+    x_bar, c = alg.x_bar, alg.c
     y = sphere_project(x_bar)
     assert p.grad_norm(y) < 1e-10
     assert p.distance_to_optimum(y, p.closed_form_optimum()) < 1e-8

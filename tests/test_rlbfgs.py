@@ -151,7 +151,7 @@ def test_stiefel_brockett(retraction, transport):
     eigenvalues, the largest H_ii paired with the smallest lambda;
     F* = sum_i H_ii lambda_i (ascending lambda, descending H)."""
     rng = np.random.default_rng(11)
-    n, p = 9, 3
+    p = 3                                    # n = 9: the length of lam
     lam = np.array([0.5, 1.0, 1.6, 2.5, 3.0, 3.5, 4.0, 5.0, 6.0])
     A, V = sym_with_spectrum(rng, lam)
     prob = Brockett(A, p, retraction=retraction, transport=transport)

@@ -1,9 +1,11 @@
 """Algorithms: federated strategies (one per module) and centralised solvers.
 
-They know problems only through the ``Problem`` interface, never by name.
+Each declares itself (``rfl.algorithms.base.Declared``) and is found by name in
+``rfl.registry.ALGORITHMS``; they know problems only through the ``Problem`` interface
+and manifolds through what they ``offer``.
 """
 
-from .base import Counters, FederatedAlgorithm
+from .base import CentralizedSolver, Counters, FederatedStrategy, RoundResult
 from .centralized import RCG, RSD
 from .fedavg import FedAvg
 from .rfedags import RFedAGS
@@ -15,9 +17,15 @@ from .sampling import AgentSampler
 from .scafflsa import SCAFFLSA
 from .stepsize import STEP_RULES, Decaying, Fixed, make_step_size
 
-FEDERATED = {"rfedags": RFedAGS, "rfedavg": RFedAvg, "fedavg": FedAvg, "rfedsvrg": RFedSVRG,
-             "rfedproj": RFedProj, "scafflsa": SCAFFLSA}
-CENTRALIZED = {"rsd": RSD, "rcg": RCG, "rlbfgs": RLBFGS}
+__all__ = ["AgentSampler", "CentralizedSolver", "Counters", "Decaying", "FedAvg", "FederatedStrategy",
+           "Fixed", "RCG", "RLBFGS", "RSD", "RFedAGS", "RFedAvg", "RFedProj", "RFedSVRG", "RoundResult",
+           "SCAFFLSA", "STEP_RULES", "make_step_size"]
 
-__all__ = ["AgentSampler", "CENTRALIZED", "Counters", "RCG", "RLBFGS", "RSD", "Decaying", "FEDERATED", "FedAvg", "FederatedAlgorithm",
-           "Fixed", "RFedAGS", "RFedAvg", "RFedProj", "RFedSVRG", "SCAFFLSA", "STEP_RULES", "make_step_size"]
+
+def __getattr__(name):
+    """``FEDERATED`` / ``CENTRALIZED``: name -> class views of ``rfl.registry.ALGORITHMS``."""
+    if name in ("FEDERATED", "CENTRALIZED"):
+        from rfl.registry import ALGORITHMS
+        federated = name == "FEDERATED"
+        return {n: cls for n, cls in ALGORITHMS.items() if cls.federated == federated}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,17 +1,23 @@
-"""The federated round loop shared by every strategy.
+"""What every algorithm declares, and the federated round loop shared by every strategy.
 
-A strategy implements ``round(x_t, t, sampler) -> x_{t+1}`` for one outer
-iteration; ``iterate`` drives the rounds and yields, after each, the new server
-point and the cumulative cost counters that the run table records.
+An algorithm is a class that declares itself (``name``, ``label``, ``requires``, ``fields``,
+``options``, ``style``, ``plot_order``: see ``Declared``); a concrete subclass that sets
+``name`` in its class body is added to ``rfl.registry.ALGORITHMS`` when it is defined.
+
+A federated strategy implements ``round(x_t, t, sampler) -> RoundResult`` for one outer
+iteration, keeping whatever state it carries across rounds in itself (``reset(x0)`` sets it
+up); ``FederatedStrategy.iterate`` drives the rounds and yields, after each, the new server
+point and the cumulative cost counters that the run table records. A centralised solver
+(``CentralizedSolver``) has its own ``iterate`` with the same rows.
 """
 
 from __future__ import annotations
 
+import abc
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
-
-from rfl.problems.base import Problem
 
 from .sampling import AgentSampler
 
@@ -24,25 +30,88 @@ class Counters:
     floats: int = 0
 
 
-def weighted_mean(w: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """sum_j p_j x^j over the agents axis: w (s,), x (s, *shape) -> shape (one matmul)."""
-    return (w @ x.reshape(x.shape[0], -1)).reshape(x.shape[1:])
+@dataclass(frozen=True)
+class RoundResult:
+    """One round's outcome: the new server point x_{t+1} (``point_shape``), the round's
+    participants (s,), and the work of this round alone (sample gradients, floats sent)."""
+
+    x: np.ndarray
+    participants: np.ndarray
+    grad_evals: int
+    floats: int
 
 
-class FederatedAlgorithm:
+class Declared:
+    """The declarations every algorithm makes (class attributes), and its registration.
+
+    name: config name; label: figure/table label; federated: a federated strategy (True)
+    or a centralised solver (False); requires: manifold capabilities (``Manifold.offers``
+    vocabulary) it needs; fields: kinds of local field it can follow ("gradient",
+    "linear_field"); options: JSON-schema ``properties`` of its per-method options (beyond
+    K, batch size and participation), each with its default; style: matplotlib style of its
+    curves, ``{"color": colour or None (coloured by K), "ls": line style}``; plot_order:
+    legend position.
+    """
+
+    name: ClassVar[str]
+    label: ClassVar[str]
+    federated: ClassVar[bool]
+    requires: ClassVar[frozenset] = frozenset()
+    fields: ClassVar[frozenset] = frozenset({"gradient"})
+    options: ClassVar[dict] = {}
+    style: ClassVar[dict] = {"color": None, "ls": "-"}
+    plot_order: ClassVar[int] = 100
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "name" in cls.__dict__:
+            from rfl.registry import ALGORITHMS
+            ALGORITHMS.add(cls)
+
+    @classmethod
+    def missing(cls, problem) -> list[str]:
+        """What ``problem`` lacks for this algorithm: manifold capabilities (asked of its
+        manifold with its retraction) and the kind of its local field, as readable phrases."""
+        m = problem.manifold
+        retraction = getattr(m, "retraction_name", None)
+        out = [c for c in sorted(cls.requires) if not m.offers(c, retraction)]
+        field = getattr(problem, "field", "gradient")
+        if field not in cls.fields:
+            out.append(f"a {field} field (it follows: {', '.join(sorted(cls.fields))})")
+        return out
+
+    @classmethod
+    def check_problem(cls, problem) -> None:
+        """Raise ValueError naming the algorithm, the manifold and what is missing."""
+        missing = cls.missing(problem)
+        if missing:
+            m = problem.manifold
+            geometry = f" with retraction {m.retraction_name!r}" if hasattr(m, "retraction_name") else ""
+            raise ValueError(f"{cls.name} cannot run on {m.name}{geometry}: missing "
+                             f"{', '.join(missing)}")
+
+    @classmethod
+    def option_defaults(cls) -> dict:
+        """{option: default} from ``options``."""
+        return {k: v["default"] for k, v in cls.options.items() if "default" in v}
+
+
+class FederatedStrategy(Declared, abc.ABC):
     """K local steps per agent per round, then a server aggregation.
 
+    ``Strategy(problem, step_size, K, batch_size, participation=None, **options)``:
     problem: the federated problem (cost and batched gradients on its manifold);
     step_size: callable t -> alpha_t; K: local steps; batch_size: B;
     participation: s agents per round (None: all).
     """
 
-    name = "federated"
+    federated = True
 
-    def __init__(self, problem: Problem, step_size, K: int, batch_size: int,
+    def __init__(self, problem, step_size, K: int, batch_size: int,
                  participation: int | None = None):
         if not (isinstance(K, (int, np.integer)) and K >= 1):
             raise ValueError(f"K must be an integer >= 1, got {K!r}")
+        self.check_problem(problem)
         self.problem = problem
         self.manifold = problem.manifold
         self.step_size = step_size
@@ -57,21 +126,50 @@ class FederatedAlgorithm:
         """x^j_{t,0} = x_t for the s participating agents: ``(s, *point_shape)``."""
         return np.repeat(x_t[None], s, axis=0)
 
-    def round(self, x_t: np.ndarray, t: int, sampler: AgentSampler) -> np.ndarray:
-        raise NotImplementedError
+    def reset(self, x0: np.ndarray) -> None:
+        """Set up the state carried across rounds (none here), before the first round."""
+
+    @abc.abstractmethod
+    def round(self, x_t: np.ndarray, t: int, sampler: AgentSampler) -> RoundResult:
+        """One round from the server point x_t (``point_shape``)."""
+
+    def local_work(self, agents: np.ndarray) -> int:
+        """Sample gradients of the local steps: K B per participating agent."""
+        return agents.shape[0] * self.K * self.batch_size
 
     def floats_per_round(self, s: int) -> int:
         """Broadcast of x_t to s agents plus one point-sized upload per agent."""
         return 2 * s * self.manifold.ambient_size
 
+    def result(self, x: np.ndarray, agents: np.ndarray, grad_evals: int | None = None,
+               floats: int | None = None) -> RoundResult:
+        """The RoundResult of a round with the base counts unless given."""
+        return RoundResult(x, agents,
+                           self.local_work(agents) if grad_evals is None else int(grad_evals),
+                           self.floats_per_round(agents.shape[0]) if floats is None else int(floats))
+
     def iterate(self, x0: np.ndarray, rounds: int, rng: np.random.Generator):
-        """Yield ``(t, x_{t+1}, Counters)`` after each of ``rounds`` rounds."""
+        """Yield ``(t, x_{t+1}, Counters)`` after each of ``rounds`` rounds (one Counters
+        object, updated in place)."""
         sampler = self.sampler(rng)
         counters = Counters()
-        s = sampler.participation or self.problem.n_agents
+        self.reset(x0)
         x = x0
         for t in range(rounds):
-            x = self.round(x, t, sampler)
-            counters.grad_evals += s * self.K * self.batch_size
-            counters.floats += self.floats_per_round(s)
+            r = self.round(x, t, sampler)
+            x = r.x
+            counters.grad_evals += r.grad_evals
+            counters.floats += r.floats
             yield t, x, counters
+
+
+class CentralizedSolver(Declared, abc.ABC):
+    """A solver on the pooled problem F = sum_j p_j f_j: ``Solver(problem, **options)``;
+    ``iterate(x0, rounds, rng=None)`` yields ``(t, x_{t+1}, Counters)`` like a federated run
+    (``floats`` = 0: nothing is communicated)."""
+
+    federated = False
+
+    @abc.abstractmethod
+    def iterate(self, x0: np.ndarray, rounds: int, rng=None):
+        """Yield ``(t, x_{t+1}, Counters)`` after each iteration."""

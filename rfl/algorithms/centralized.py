@@ -69,7 +69,7 @@ import numpy as np
 from rfl.manifolds import Manifold
 from rfl.problems.base import Problem
 
-from .base import Counters
+from .base import CentralizedSolver, Counters
 
 # ---- pymanopt fixes ----------------------------------------------------------
 
@@ -184,13 +184,12 @@ class _ReportingLineSearcher:
         return step_size, newx
 
 
-class _PymanoptSolver:
+class _PymanoptSolver(CentralizedSolver):
     """Common driver: pooled pymanopt problem, counters, lock-step worker thread."""
-
-    name = "pymanopt"
 
     def __init__(self, problem: Problem, tolerance: float = 1e-6, min_step_size: float = 1e-10,
                  max_time: float = np.inf, line_searcher=None):
+        self.check_problem(problem)
         patch_pymanopt_expm()
         self.problem = problem
         self.manifold = problem.manifold
@@ -301,6 +300,9 @@ class RSD(_PymanoptSolver):
     """
 
     name = "rsd"
+    label = "RSD"
+    style = {"color": "tab:red", "ls": ":"}
+    plot_order = 6
 
     def _default_searcher(self):
         from pymanopt.optimizers.line_search import BackTrackingLineSearcher
@@ -324,6 +326,9 @@ class RCG(_PymanoptSolver):
     """
 
     name = "rcg"
+    label = "RCG"
+    style = {"color": "tab:orange", "ls": ":"}
+    plot_order = 7
 
     def __init__(self, problem: Problem, tolerance: float = 1e-6, min_step_size: float = 1e-10,
                  max_time: float = np.inf, line_searcher=None, beta_rule: str = "HestenesStiefel",

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-from .base import FederatedAlgorithm, weighted_mean
+from .aggregation import weighted_mean
+from .base import FederatedStrategy
 
 
-class FedAvg(FederatedAlgorithm):
+class FedAvg(FederatedStrategy):
     """x^j_{t,k} = x^j_{t,k-1} - alpha_t * (mini-batch gradient); x_{t+1} = sum_j p_j x^j_{t,K}."""
 
     name = "fedavg"
-
-    def __init__(self, problem, *args, **kwargs):
-        if problem.manifold.name != "euclidean":
-            raise ValueError(f"fedavg needs a Euclidean problem, got manifold {problem.manifold.name!r}")
-        super().__init__(problem, *args, **kwargs)
+    label = "FedLSA (FedAvg)"       # the configs run FedLSA as fedavg on the LSA problem
+    requires = frozenset({"flat"})
+    fields = frozenset({"gradient", "linear_field"})
+    style = {"color": None, "ls": "-"}
+    plot_order = 4
 
     def round(self, x_t, t, sampler):
         agents = sampler.participants()
@@ -23,4 +24,5 @@ class FedAvg(FederatedAlgorithm):
             g = self.problem.minibatch_egrad(x, agents, sampler.batches(agents))
             g *= alpha
             x -= g
-        return weighted_mean(sampler.weights(self.problem.local_sizes, agents), x)   # sum_j p_j x^j_{t,K}
+        w = sampler.weights(self.problem.local_sizes, agents)
+        return self.result(weighted_mean(w, x), agents)                  # sum_j p_j x^j_{t,K}

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import numpy as np
+from .aggregation import retract_weighted_stream
+from .base import FederatedStrategy
 
-from .base import FederatedAlgorithm
 
-
-class RFedAGS(FederatedAlgorithm):
+class RFedAGS(FederatedStrategy):
     """Each agent j runs K retraction steps from x_t and accumulates its gradient stream
 
         zeta^j <- zeta^j + Gamma_{x^j_{t,k-1} -> x_t}(eta^j_{k-1})        (line 9)
@@ -19,6 +18,11 @@ class RFedAGS(FederatedAlgorithm):
     """
 
     name = "rfedags"
+    label = "RFedAGS"
+    requires = frozenset()
+    fields = frozenset({"gradient"})
+    style = {"color": None, "ls": "-"}
+    plot_order = 0
 
     def round(self, x_t, t, sampler):
         m = self.manifold
@@ -34,5 +38,4 @@ class RFedAGS(FederatedAlgorithm):
             zeta += m.transport(x, x_server, eta)    # line 9 (uses x^j_{t,k-1})
             x = m.retraction(x, eta)                 # line 8
         w = sampler.weights(self.problem.local_sizes, agents)
-        direction = np.tensordot(w, zeta, axes=1)    # sum_j p_j zeta^j
-        return m.retraction(x_t[None], direction[None])[0]   # line 13
+        return self.result(retract_weighted_stream(m, x_t, zeta, w), agents)   # line 13

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from .aggregation import weighted_mean
+from .base import FederatedStrategy
 
-from .base import Counters, FederatedAlgorithm
 
-
-class RFedProj(FederatedAlgorithm):
+class RFedProj(FederatedStrategy):
     """The server keeps an ambient point x_bar (not on M in general) and every agent a
     correction c_j. In round r agent j sets z_hat_0 = z_0 = P_M(x_bar^r) (line 3) and runs,
     for t = 0, ..., K-1 with a fresh mini-batch (lines 5-8),
@@ -44,10 +44,22 @@ class RFedProj(FederatedAlgorithm):
     2 s n per round). With all agents taking part avg^r = (P_M(x_bar^r) - x_bar^{r+1})/(eta_g
     eta_r K), so the correction costs nothing extra; under partial participation an agent
     returning from the previous round also needs avg^{r-1} (one more point-sized message
-    each, counted by ``iterate``). Gradient evaluations: s K B per round, as the base class.
+    each, in the round's ``RoundResult``). Gradient evaluations: s K B per round, as the base
+    class.
+
+    State (set by ``reset``): ``x_bar`` (point_shape), the ambient server point; ``c``
+    (S, *point_shape), the corrections; ``previous`` (S,) bool, the agents of the last round.
     """
 
     name = "rfedproj"
+    label = "RFedProj"
+    requires = frozenset({"nearest_point"})
+    fields = frozenset({"gradient"})
+    options = {"server_step": {"type": "number", "exclusiveMinimum": 0, "default": 1.0,
+                               "description": "server step eta_g of line 12 (1: the plain "
+                                              "average of the local points)"}}
+    style = {"color": "tab:cyan", "ls": "-."}
+    plot_order = 3
 
     def __init__(self, problem, step_size, K, batch_size, participation=None,
                  server_step: float = 1.0):
@@ -55,57 +67,44 @@ class RFedProj(FederatedAlgorithm):
         if not server_step > 0:
             raise ValueError(f"server_step must be positive, got {server_step!r}")
         self.server_step = float(server_step)
-        if not self.manifold.offers("nearest_point"):
-            self.manifold.nearest_point(np.zeros((1,) + self.manifold.point_shape))   # raises the message
+        self.x_bar = self.c = self.previous = None
 
-    def initial_state(self, x0: np.ndarray):
-        """x_bar^1 = x0 and c_j^1 = 0 for all S agents: ``(point_shape, (S, *point_shape))``."""
-        return np.array(x0, dtype=float), np.zeros((self.problem.n_agents,) + self.manifold.point_shape)
+    def reset(self, x0: np.ndarray) -> None:
+        """x_bar^1 = x0 and c_j^1 = 0 for all S agents, none of which took part before."""
+        self.x_bar = np.array(x0, dtype=float)
+        self.c = np.zeros((self.problem.n_agents,) + self.manifold.point_shape)
+        self.previous = np.zeros(self.problem.n_agents, dtype=bool)
 
-    def step(self, x_bar, c, t, sampler):
-        """One round (lines 3-15) from the state (x_bar^r, c^r); returns (x_bar^{r+1}, c^{r+1}, agents)."""
+    def round(self, x_t, t, sampler):
+        """One round (lines 3-15) from the state (x_bar^r, c^r), which it advances; returns
+        P_M(x_bar^{r+1}) (line 18). ``x_t`` = P_M(x_bar^r) is not used: x_bar^r is the state
+        (a round without a ``reset`` starts from x_bar = x_t)."""
+        if self.x_bar is None:
+            self.reset(x_t)
         m = self.manifold
         agents = sampler.participants()
         s = agents.shape[0]
         eta = self.step_size(t)
         w = sampler.weights(self.problem.local_sizes, agents)
-        y = m.nearest_point(x_bar[None])[0]                                      # P_M(x_bar^r)
+        y = m.nearest_point(self.x_bar[None])[0]                          # P_M(x_bar^r)
         z_hat = self.broadcast(y, s)                                       # line 3
         z = z_hat.copy()
-        c_r = c[agents]                                                    # (s, *shape)
+        c_r = self.c[agents]                                               # (s, *shape)
         g_sum = m.zero_vector(z)
         for _ in range(self.K):                                            # line 4
             batch = sampler.batches(agents)                                # line 5
             g = self.problem.minibatch_rgrad(z, agents, batch)             # line 6
             g_sum += g
             z_hat = z_hat - eta * (g + c_r)                                # line 7
-            z = m.nearest_point(z_hat)                                           # line 8
-        x_bar_next = y + self.server_step * (np.tensordot(w, z_hat, axes=1) - y)   # line 12
+            z = m.nearest_point(z_hat)                                     # line 8
+        self.x_bar = y + self.server_step * (weighted_mean(w, z_hat) - y)  # line 12
         old = g_sum / self.K
-        avg = np.tensordot(w, old, axes=1)
-        c_next = np.zeros_like(c)                                          # absent agents: c = 0
-        c_next[agents] = avg[None] - old                                   # line 15
-        return x_bar_next, c_next, agents
-
-    def round(self, x_t, t, sampler):
-        raise NotImplementedError(
-            "rfedproj carries state across rounds (the ambient server point x_bar and the "
-            "corrections c_j); use iterate(), or step() with initial_state()")
-
-    def iterate(self, x0, rounds, rng):
-        """Yield ``(t, P_M(x_bar^{t+1}), Counters)``; x_bar and the c_j stay internal."""
-        sampler = self.sampler(rng)
-        counters = Counters()
-        n = self.manifold.ambient_size
-        x_bar, c = self.initial_state(x0)
-        previous = np.zeros(self.problem.n_agents, dtype=bool)     # took part in the last round
-        for t in range(rounds):
-            x_bar, c, agents = self.step(x_bar, c, t, sampler)
-            s = agents.shape[0]
-            counters.grad_evals += s * self.K * self.batch_size
-            counters.floats += self.floats_per_round(s)
-            if sampler.participation is not None:
-                counters.floats += int(previous[agents].sum()) * n           # avg^{r-1} to returning agents
-            previous[:] = False
-            previous[agents] = True
-            yield t, self.manifold.nearest_point(x_bar[None])[0], counters
+        avg = weighted_mean(w, old)
+        self.c = np.zeros_like(self.c)                                     # absent agents: c = 0
+        self.c[agents] = avg[None] - old                                   # line 15
+        floats = self.floats_per_round(s)
+        if sampler.participation is not None:                              # avg^{r-1} to returning agents
+            floats += int(self.previous[agents].sum()) * m.ambient_size
+        self.previous[:] = False
+        self.previous[agents] = True
+        return self.result(m.nearest_point(self.x_bar[None])[0], agents, floats=floats)

@@ -13,10 +13,10 @@ import numpy as np
 
 from rfl.problems.base import Problem
 
-from .base import Counters
+from .base import CentralizedSolver, Counters
 
 
-class RLBFGS:
+class RLBFGS(CentralizedSolver):
     """Riemannian L-BFGS with a cautious update, as Manopt's ``rlbfgs``.
 
     One iteration at x_k with gradient g_k (all vectors live in T_{x_k} M):
@@ -62,6 +62,9 @@ class RLBFGS:
     """
 
     name = "rlbfgs"
+    label = "RLBFGS"
+    style = {"color": "tab:brown", "ls": ":"}
+    plot_order = 8
 
     def __init__(self, problem: Problem, memory: int = 30, tolerance: float = 1e-6,
                  max_iterations: int = 1000, *, contraction: float = 0.5,
@@ -69,6 +72,7 @@ class RLBFGS:
                  min_step_size: float = 1e-10, cautious: float = 1e-4):
         if memory < 0:
             raise ValueError(f"memory must be >= 0, got {memory}")
+        self.check_problem(problem)
         self.problem = problem
         self.manifold = problem.manifold
         self.memory = int(memory)

@@ -40,30 +40,35 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import FederatedAlgorithm, weighted_mean
+from .aggregation import weighted_mean
+from .base import FederatedStrategy
 
 
-class SCAFFLSA(FederatedAlgorithm):
+class SCAFFLSA(FederatedStrategy):
     """FedLSA local steps corrected by per-agent control variates xi^c (module docstring).
 
-    ``control_variates``: (S, *point_shape), the current xi^c (None before ``iterate``).
+    ``control_variates``: (S, *point_shape), the current xi^c (None before ``reset``;
+    a round without a reset starts them at 0).
     """
 
     name = "scafflsa"
+    label = "SCAFFLSA"
+    requires = frozenset({"flat"})
+    fields = frozenset({"gradient", "linear_field"})
+    style = {"color": "tab:green", "ls": "-."}
+    plot_order = 5
 
     def __init__(self, problem, *args, **kwargs):
-        if problem.manifold.name != "euclidean":
-            raise ValueError(f"scafflsa needs a Euclidean problem, got manifold {problem.manifold.name!r}")
         super().__init__(problem, *args, **kwargs)
         self.control_variates = None
 
-    def reset(self) -> None:
+    def reset(self, x0=None) -> None:
         """xi^c_0 = 0 for every agent: ``(S, *point_shape)``."""
         self.control_variates = np.zeros((self.problem.n_agents,) + self.manifold.point_shape)
 
     def round(self, x_t, t, sampler):
         if self.control_variates is None:
-            self.reset()
+            self.reset(x_t)
         agents = sampler.participants()
         eta = self.step_size(t)
         xi = self.control_variates[agents]                                   # (s, d)
@@ -75,14 +80,9 @@ class SCAFFLSA(FederatedAlgorithm):
             x -= g                                                            # a fresh array: in place
         x_next = weighted_mean(sampler.weights(self.problem.local_sizes, agents), x)  # sum_c p_c theta^c_{t,H}
         self.control_variates[agents] = xi + (x_next[None] - x) / (eta * self.K)
-        return x_next
+        return self.result(x_next, agents)
 
     def floats_per_round(self, s: int) -> int:
         """2 s d (broadcast + upload); + s d to return theta_{t+1} under partial participation."""
         partial = s < self.problem.n_agents
         return (3 if partial else 2) * s * self.manifold.ambient_size
-
-    def iterate(self, x0, rounds, rng):
-        """As ``FederatedAlgorithm.iterate``, after resetting xi^c to 0."""
-        self.reset()
-        yield from super().iterate(x0, rounds, rng)

@@ -1,0 +1,371 @@
+"""Plain reference implementations of the federated strategies, written straight from the
+papers' pseudo-code, keyed by strategy name (``REFERENCE_LOOPS``, filled by ``@reference_loop``).
+
+A loop is a Python loop over rounds, agents and local steps on single points (no agents
+axis), through single-point manifold maps (pymanopt's where pymanopt has the map, a formula
+of the paper otherwise: ``single_point_ops``). It consumes the draws of an ``AgentSampler``
+in the same order as the vectorised strategies (per round: ``participants``; per local step:
+``batches``), so the two can be compared draw for draw; the strategy contract
+(``rfl.testing.strategy``), the algorithm tests and the speed-up benchmarks use them as the
+oracle.
+
+Every loop is called as ``loop(problem, x1, step_size, K, rounds, sampler, ops=None,
+**options)`` (``options``: the strategy's declared options, e.g. RFedProj's
+``server_step``) and returns the server points [x_1, ..., x_{T+1}].
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+#: strategy name -> reference loop
+REFERENCE_LOOPS: dict[str, Callable] = {}
+#: manifold name -> factory of its single-point maps, called with the (batched) manifold
+SINGLE_POINT_OPS: dict[str, Callable] = {}
+
+
+def reference_loop(name: str):
+    """Register the decorated function as the reference loop of strategy ``name``."""
+    def register(fn):
+        REFERENCE_LOOPS[name] = fn
+        return fn
+    return register
+
+
+def single_point_maps(manifold_name: str):
+    """Register the decorated factory as the single-point maps of manifold ``manifold_name``."""
+    def register(factory):
+        SINGLE_POINT_OPS[manifold_name] = factory
+        return factory
+    return register
+
+
+def single_point_ops(manifold):
+    """The single-point maps of ``manifold``'s geometry (retraction and transport by name);
+    NotImplementedError when there are none for it."""
+    factory = SINGLE_POINT_OPS.get(manifold.name)
+    if factory is None:
+        raise NotImplementedError(f"no single-point reference maps for {manifold.name}; "
+                                  f"available: {', '.join(SINGLE_POINT_OPS)}")
+    return factory(manifold)
+
+
+# ---- single-point maps ------------------------------------------------------------
+class SphereOps:
+    """Single-point S^{n-1} maps: pymanopt's where it has them, Appendix E for parallel transport."""
+
+    def __init__(self, n, retraction="normalize", transport="parallel"):
+        from pymanopt.manifolds import Sphere
+        if retraction not in ("normalize", "exp") or transport not in ("parallel", "projection"):
+            raise NotImplementedError(f"sphere reference maps: no {retraction!r} / {transport!r}")
+        self.m = Sphere(n)
+        self.retraction = self.m.retraction if retraction == "normalize" else self.m.exp
+        self.transport = self.parallel if transport == "parallel" else (lambda x, y, u: self.m.projection(y, u))
+
+    def euclidean_to_riemannian_gradient(self, x, g):
+        return self.m.euclidean_to_riemannian_gradient(x, g)
+
+    def exp(self, x, u):
+        return self.m.exp(x, u)
+
+    def log(self, x, y):
+        return self.m.log(x, y)
+
+    tangent_exp, tangent_log = exp, log
+
+    def parallel(self, x, y, u):
+        """Appendix E: (I + (cos|v| - 1) v v^T/|v|^2 - sin|v| x v^T/|v|) u, v = Log_x(y)."""
+        v = self.m.log(x, y)
+        nv = np.linalg.norm(v)
+        if nv == 0.0:
+            return u.copy()
+        P = np.eye(x.size) + (np.cos(nv) - 1) * np.outer(v, v) / nv**2 - np.sin(nv) * np.outer(x, v) / nv
+        return P @ u
+
+    @staticmethod
+    def project(x):
+        """Nearest point of the unit sphere."""
+        return x / np.linalg.norm(x)
+
+
+class StiefelOps:
+    """Single-point St(p, n) maps from pymanopt: tangent projection, the named retraction
+    (``polar``: the polar factor of X + V; ``qr``) and the projection transport; the polar
+    factor as P_M; for the tangent mean with the polar retraction, its inverse."""
+
+    def __init__(self, n, p, retraction="polar", transport="projection"):
+        from pymanopt.manifolds import Stiefel
+        if transport != "projection":
+            raise NotImplementedError("the Stiefel reference maps have the projection transport only")
+        self.m = Stiefel(n, p, retraction=retraction)
+        self.retraction_name = retraction
+
+    def euclidean_to_riemannian_gradient(self, x, g):
+        return self.m.euclidean_to_riemannian_gradient(x, g)
+
+    def retraction(self, x, u):
+        return self.m.retraction(x, u)
+
+    def transport(self, x, y, u):
+        return self.m.transport(x, y, u)
+
+    def tangent_exp(self, x, u):
+        if self.retraction_name != "polar":
+            raise NotImplementedError("Stiefel tangent mean: polar retraction only")
+        return self.m.retraction(x, u)
+
+    def tangent_log(self, x, y):
+        """The inverse of the polar retraction: V = Y S - X, S symmetric, with X^T V + V^T X = 0,
+        i.e. (X^T Y) S + S (X^T Y)^T = 2 I (a Lyapunov equation)."""
+        from scipy.linalg import solve_continuous_lyapunov
+        if self.retraction_name != "polar":
+            raise NotImplementedError("Stiefel tangent mean: polar retraction only")
+        S = solve_continuous_lyapunov(x.T @ y, 2.0 * np.eye(x.shape[1]))
+        return y @ S - x
+
+    @staticmethod
+    def project(x):
+        """Nearest point of St(p, n): U V^T from the SVD of x."""
+        u, _, vt = np.linalg.svd(x, full_matrices=False)
+        return u @ vt
+
+
+class EuclideanOps:
+    """R^n: R_x(u) = x + u, identity transport, Riemannian gradient = Euclidean gradient."""
+
+    def retraction(self, x, u):
+        return x + u
+
+    def transport(self, x, y, u):
+        return u
+
+    def euclidean_to_riemannian_gradient(self, x, g):
+        return g
+
+    exp = tangent_exp = retraction
+
+    def log(self, x, y):
+        return y - x
+
+    tangent_log = log
+
+
+def sphere_project(x):
+    """Nearest point of the unit sphere."""
+    return SphereOps.project(x)
+
+
+@single_point_maps("sphere")
+def _sphere(m):
+    return SphereOps(m.n, m.retraction_name, m.transport_name)
+
+
+@single_point_maps("stiefel")
+def _stiefel(m):
+    return StiefelOps(m.n, m.p, m.retraction_name, m.transport_name)
+
+
+@single_point_maps("euclidean")
+def _euclidean(m):
+    return EuclideanOps()
+
+
+# ---- local fields -------------------------------------------------------------------
+def _agent_grad(problem, ops, x, j, batch):
+    """Mini-batch Riemannian gradient of agent j at one point x."""
+    g = problem.minibatch_egrad(x[None], np.array([j]), batch[None])[0]
+    return ops.euclidean_to_riemannian_gradient(x, g)
+
+
+def lsa_oracle(problem, j, batch):
+    """Mini-batch means (A, b) of agent j's TD(0) oracle, rebuilt as explicit matrices
+    A(Z) = phi(s)(phi(s) - gamma phi(s'))^T, b(Z) = r(s) phi(s) from the LSA problem's raw
+    pool (not through ``minibatch_egrad``): ``(d, d)``, ``(d,)``."""
+    if problem.oracle == "exact":
+        return problem.A_bar_local[j], problem.b_bar_local[j]
+    d = problem.phi.shape[1]
+    A, b = np.zeros((d, d)), np.zeros(d)
+    for i in batch:
+        s, s_next = problem.states[j, i], problem.next_states[j, i]
+        A += np.outer(problem.phi[s], problem.phi[s] - problem.gamma * problem.phi[s_next])
+        b += problem.r_pi[j, s] * problem.phi[s]
+    return A / len(batch), b / len(batch)
+
+
+def _flat_field(problem, x, j, batch):
+    """Agent j's local field at one point of a flat problem: A(Z) x - b(Z) from the oracle
+    for federated TD(0), the mini-batch gradient otherwise."""
+    from rfl.problems.lsa import FederatedLSA
+    if isinstance(problem, FederatedLSA):
+        A, b = lsa_oracle(problem, j, batch)
+        return A @ x - b
+    return problem.minibatch_egrad(x[None], np.array([j]), batch[None])[0]
+
+
+# ---- the strategies -------------------------------------------------------------------
+@reference_loop("rfedags")
+def rfedags_loop(problem, x1, step_size, K, rounds, sampler, ops=None):
+    """Algorithm 1 of the RFedAGS paper, line by line."""
+    ops = ops or single_point_ops(problem.manifold)
+    xs = [x1]
+    x_t = x1
+    for t in range(rounds):
+        agents = sampler.participants()
+        alpha = step_size(t)
+        x = {j: x_t.copy() for j in agents}                      # line 2
+        zeta = {j: np.zeros_like(x_t) for j in agents}            # line 4
+        for k in range(K):                                        # line 5
+            batches = sampler.batches(agents)                     # line 6
+            for row, j in enumerate(agents):                      # line 3: agents in parallel
+                eta = -alpha * _agent_grad(problem, ops, x[j], j, batches[row])   # line 7
+                zeta[j] = zeta[j] + ops.transport(x[j], x_t, eta)                # line 9
+                x[j] = ops.retraction(x[j], eta)                                 # line 8
+        w = sampler.weights(problem.local_sizes, agents)
+        direction = sum(w[row] * zeta[j] for row, j in enumerate(agents))
+        x_t = ops.retraction(x_t, direction)                      # line 13
+        xs.append(x_t)
+    return xs
+
+
+@reference_loop("rfedavg")
+def rfedavg_loop(problem, x1, step_size, K, rounds, sampler, ops=None):
+    """Li & Ma Algorithm 2: local steps, then x_{t+1} = Exp_{x_t}(sum_j p_j Log_{x_t}(x^j_K))
+    (Exp / Log: the manifold's tangent-mean pair)."""
+    ops = ops or single_point_ops(problem.manifold)
+    xs = [x1]
+    x_t = x1
+    for t in range(rounds):
+        agents = sampler.participants()
+        alpha = step_size(t)
+        x = {j: x_t.copy() for j in agents}
+        for k in range(K):
+            batches = sampler.batches(agents)
+            for row, j in enumerate(agents):
+                x[j] = ops.retraction(x[j], -alpha * _agent_grad(problem, ops, x[j], j, batches[row]))
+        w = sampler.weights(problem.local_sizes, agents)
+        x_t = ops.tangent_exp(x_t, sum(w[row] * ops.tangent_log(x_t, x[j]) for row, j in enumerate(agents)))
+        xs.append(x_t)
+    return xs
+
+
+@reference_loop("rfedsvrg")
+def rfedsvrg_loop(problem, x1, step_size, K, rounds, sampler, ops=None):
+    """Li & Ma Algorithm 1."""
+    ops = ops or single_point_ops(problem.manifold)
+    xs = [x1]
+    x_t = x1
+    for t in range(rounds):
+        agents = sampler.participants()
+        alpha = step_size(t)
+        w = sampler.weights(problem.local_sizes, agents)
+        # agents send grad f_j(x_t); the server broadcasts grad f(x_t) = sum_j p_j grad f_j(x_t)
+        g_loc = {j: ops.euclidean_to_riemannian_gradient(x_t, problem.local_egrad(x_t[None], np.array([j]))[0])
+                 for j in agents}
+        g_glob = sum(w[row] * g_loc[j] for row, j in enumerate(agents))
+        x = {j: x_t.copy() for j in agents}
+        for k in range(K):
+            batches = sampler.batches(agents)
+            for row, j in enumerate(agents):
+                g = _agent_grad(problem, ops, x[j], j, batches[row])
+                v = g - ops.transport(x_t, x[j], g_loc[j] - g_glob)
+                x[j] = ops.retraction(x[j], -alpha * v)
+        x_t = ops.tangent_exp(x_t, sum(w[row] * ops.tangent_log(x_t, x[j]) for row, j in enumerate(agents)))
+        xs.append(x_t)
+    return xs
+
+
+@reference_loop("rfedproj")
+def rfedproj_loop(problem, x1, step_size, K, rounds, sampler, ops=None, server_step=1.0,
+                  line15=False, project=None):
+    """Zhang-Hu-So-Johansson Algorithm 1, line by line; c_j = 0 for an agent absent from the
+    previous round. Returns [P(x_bar^1), ..., P(x_bar^{R+1})] (P: ``project``, default the
+    maps' nearest point).
+
+    Correction: the compact form's c_j^{r+1} = average - old; with ``line15`` the literal line 15
+    with its factor read as 1/(eta_g eta K): c_j^{r+1} = (P(x_bar^r) - x_bar^{r+1})/(eta_g eta K) - old_j
+    (the same when every agent takes part in every round)."""
+    ops = ops or single_point_ops(problem.manifold)
+    project = project or getattr(ops, "project", None)
+    if project is None:
+        raise NotImplementedError(f"no single-point nearest point for {problem.manifold.name}")
+    x_bar = x1.copy()
+    c = {}                                                       # c_j^r of last round's agents
+    xs = [project(x_bar)]
+    for r in range(rounds):
+        agents = sampler.participants()
+        eta = step_size(r)
+        w = sampler.weights(problem.local_sizes, agents)
+        y = project(x_bar)
+        z_hat = {j: y.copy() for j in agents}                    # line 3
+        z = {j: y.copy() for j in agents}
+        c_r = {j: c.get(j, np.zeros_like(y)) for j in agents}
+        grads = {j: [] for j in agents}
+        for t in range(K):                                       # line 4
+            batches = sampler.batches(agents)                    # line 5
+            for row, j in enumerate(agents):
+                g = _agent_grad(problem, ops, z[j], j, batches[row])     # line 6
+                grads[j].append(g)
+                z_hat[j] = z_hat[j] - eta * (g + c_r[j])                 # line 7
+                z[j] = project(z_hat[j])                                 # line 8
+        mean_z_hat = sum(w[row] * z_hat[j] for row, j in enumerate(agents))
+        x_bar_next = y + server_step * (mean_z_hat - y)          # line 12
+        old = {j: sum(grads[j]) / K for j in agents}
+        if line15:
+            avg = (y - x_bar_next) / (server_step * eta * K)
+        else:
+            avg = sum(w[row] * old[j] for row, j in enumerate(agents))
+        c = {j: avg - old[j] for j in agents}                    # line 15
+        x_bar = x_bar_next
+        xs.append(project(x_bar))
+    return xs
+
+
+@reference_loop("fedavg")
+def fedavg_loop(problem, x1, step_size, K, rounds, sampler, ops=None):
+    """FedAvg (local SGD + weighted averaging of the local iterates); on federated TD(0) this
+    is FedLSA (Mangold et al.): H = K local steps theta <- theta - eta (A(Z) theta - b(Z))."""
+    xs = [x1]
+    x_t = x1
+    for t in range(rounds):
+        agents = sampler.participants()
+        alpha = step_size(t)
+        x = {j: x_t.copy() for j in agents}
+        for k in range(K):
+            batches = sampler.batches(agents)
+            for row, j in enumerate(agents):
+                x[j] = x[j] - alpha * _flat_field(problem, x[j], j, batches[row])
+        w = sampler.weights(problem.local_sizes, agents)
+        x_t = sum(w[row] * x[j] for row, j in enumerate(agents))
+        xs.append(x_t)
+    return xs
+
+
+@reference_loop("scafflsa")
+def scafflsa_loop(problem, theta0, step_size, H, rounds, sampler, ops=None, xi=None):
+    """SCAFFLSA: local steps theta <- theta - eta (A(Z) theta - b(Z) - xi_c), averaging,
+    xi_c <- xi_c + (theta_{t+1} - theta^c_{t,H}) / (eta H) for the participating agents.
+
+    ``xi``: a dict {agent: xi_c} updated in place (missing agents start at 0), to read the
+    control variates after the last round.
+    """
+    xi = {} if xi is None else xi
+    for c in range(problem.n_agents):
+        xi.setdefault(c, np.zeros_like(theta0))
+    thetas = [theta0]
+    theta_t = theta0
+    for t in range(rounds):
+        agents = sampler.participants()
+        eta = step_size(t)
+        theta = {c: theta_t.copy() for c in agents}
+        for h in range(H):
+            batches = sampler.batches(agents)
+            for row, c in enumerate(agents):
+                theta[c] = theta[c] - eta * (_flat_field(problem, theta[c], c, batches[row]) - xi[c])
+        w = sampler.weights(problem.local_sizes, agents)
+        theta_t = sum(w[row] * theta[c] for row, c in enumerate(agents))
+        for c in agents:
+            xi[c] = xi[c] + (theta_t - theta[c]) / (eta * H)
+        thetas.append(theta_t)
+    return thetas
