@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 
 from rfl import config as rflconfig
+from rfl.data.school import ILEA_FILENAME
 from rfl.registry import PROBLEMS
 
 # Resources (for cluster executors; locally only threads count): the light steps (specs,
@@ -26,7 +27,6 @@ from rfl.registry import PROBLEMS
 LIGHT = {"mem_mb": 1000, "runtime": 10}
 TABLE_EXTENSIONS = ("csv", "md", "tex")
 FIGURE_EXTENSIONS = ("pdf", "png")
-SCHOOL_FILENAME = "ILEA567.DAT"
 # Every job: BLAS threads pinned to the rule's threads (no oversubscription under --cores N),
 # and no progress lines in the logs.
 PIN = "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS={threads} MKL_NUM_THREADS={threads} RFL_PROGRESS=0 "
@@ -79,7 +79,7 @@ class Plan:
         self.lsa = config.get("lsa")
         self.runs = {(r["experiment"], r["run_id"]): r for r in rflconfig.expand_runs(config)}
         self.specs_dir = self.path("results/specs/")
-        self.school_raw = config["school"]["cache_dir"].rstrip("/") + "/" + SCHOOL_FILENAME
+        self.school_raw = config["school"]["cache_dir"].rstrip("/") + "/" + ILEA_FILENAME
         # raw input name (a problem's ``raw_inputs``) -> the file the workflow fetches for it
         self.raw_files = {"school": self.school_raw}
         # one FedLSA/SCAFFLSA figure per setting (homogeneous, heterogeneous) of the study's datasets

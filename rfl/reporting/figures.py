@@ -71,10 +71,12 @@ def algorithm_style(name: str) -> dict:
 
 def metric_label(metric: str, problems=()) -> str:
     """Axis label of ``metric``: a base metric's, else that of one of ``problems``, else its name."""
-    labels = dict(BASE_LABELS)
+    if metric in BASE_LABELS:
+        return BASE_LABELS[metric]
     for problem in problems:
-        labels.update(_metric_labels(problem))
-    return labels.get(metric, metric)
+        if metric in _metric_labels(problem):
+            return _metric_labels(problem)[metric]
+    return metric
 
 
 def save_figure(fig, out_pdf) -> None:
