@@ -1,4 +1,4 @@
-"""Scaling out: every rule declares its resources, and the SLURM profile dry-runs here."""
+"""Scaling out: every rule declares its resources and a log, and the SLURM profile dry-runs here."""
 
 from __future__ import annotations
 
@@ -18,11 +18,11 @@ REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = shutil.which("snakemake")
 
 
-def test_every_rule_declares_threads_and_resources():
+def test_every_rule_declares_threads_resources_and_a_log():
     blocks = list(_directive_blocks(workflow_text()))
     rules = {r for r, _, _ in blocks} - {"all"}
     assert len(rules) >= 9, rules
-    for directive in ("threads", "resources"):
+    for directive in ("threads", "resources", "log"):
         have = {r for r, d, _ in blocks if d == directive}
         assert rules <= have, f"rules without {directive}: {sorted(rules - have)}"
 
