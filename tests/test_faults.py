@@ -2,9 +2,9 @@
 bad command lines, and the permissions of finished outputs.
 
 The workflow tests run the smoke config (config/smoke.yaml) in temporary copies of the
-Snakefile and config/ (never in the repository's own output directories), with the School
+workflow (Snakefile, rules/, envs/) and config/ (never in the repository's own output directories), with the School
 data from the mirror ($RFL_SCHOOL_MIRROR, else ../shared/datasets/school beside the repo).
-Both run one snapshot of Snakefile, config/ and the rfl package taken at the first of them
+Both run one snapshot of the workflow, config/ and the rfl package taken at the first of them
 (the jobs import rfl from it), so that edits and commits made meanwhile in the repository
 cannot make the two trees differ. RFL_SKIP_WORKFLOW=1 skips them (about 1.5 minutes on an
 idle 2-core machine, 4-6 minutes when another workflow is running).
@@ -60,6 +60,17 @@ RFL = shutil.which("rfl")
 TIMEOUT = 900                      # seconds for one smoke workflow (the machine may be busy)
 TEMP = re.compile(r"^\..+\.tmp")   # io.atomic_path: .<name>.<random>.tmp<suffix>
 FINISHED: dict[str, Path] = {}     # trees of finished workflows, shared between tests
+WORKFLOW = ("Snakefile", "rules", "envs", "config")   # what a copy of the workflow needs
+
+
+def workflow_text() -> str:
+    """The Snakefile and its rules files (rules/*.smk), as one text."""
+    return "\n".join(p.read_text() for p in [REPO / "Snakefile", *sorted((REPO / "rules").glob("*.smk"))])
+
+
+def _copy_items(src: Path, dest: Path, items) -> None:
+    for item in items:
+        (shutil.copytree if (src / item).is_dir() else shutil.copy2)(src / item, dest / item)
 
 
 def _mirror() -> Path | None:
@@ -79,7 +90,7 @@ _SNAPSHOT: list[Path] = []
 
 
 def _snapshot() -> Path:
-    """One copy per session of the Snakefile, config/ and the rfl package.
+    """One copy per session of the workflow, config/ and the rfl package.
 
     Other people edit and commit in the repository while these tests run; the workflows of
     one session must all run the same code and config, so they run this snapshot (the jobs
@@ -90,8 +101,7 @@ def _snapshot() -> Path:
 
         snap = Path(tempfile.mkdtemp(prefix="rfl-workflow-"))
         atexit.register(shutil.rmtree, snap, ignore_errors=True)
-        shutil.copy2(REPO / "Snakefile", snap / "Snakefile")
-        shutil.copytree(REPO / "config", snap / "config")
+        _copy_items(REPO, snap, WORKFLOW)
         shutil.copytree(REPO / "rfl", snap / "rfl", ignore=shutil.ignore_patterns("__pycache__"))
         _SNAPSHOT.append(snap)
     return _SNAPSHOT[0]
@@ -99,8 +109,7 @@ def _snapshot() -> Path:
 
 def _copy_workflow(dest: Path) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(_snapshot() / "Snakefile", dest / "Snakefile")
-    shutil.copytree(_snapshot() / "config", dest / "config")
+    _copy_items(_snapshot(), dest, WORKFLOW)
     return dest
 
 
@@ -133,6 +142,7 @@ OUTPUT_PATTERNS = [re.compile(p) for p in (
     rf"figures/{NAME}\.(pdf|png)",
     rf"paper_tables/{NAME}\.(csv|md|tex)|paper_tables/REPRODUCTION\.md",
     rf"datasets/school/{sch.ILEA_FILENAME}",
+    rf"logs/({NAME}/)*{NAME}\.log",
 )]
 
 
@@ -599,12 +609,14 @@ def _constants(text: str) -> dict[str, str]:
     return out
 
 
-def test_snakefile_shell_commands_interpolate_only_inputs_outputs_and_threads():
-    text = (REPO / "Snakefile").read_text()
-    consts = _constants(text)
+def test_snakefile_shell_commands_interpolate_only_inputs_outputs_threads_and_log():
+    from rfl.workflow import pinned
+
+    text = workflow_text()
+    consts = {**_constants(text), "pinned": pinned}
     shells = [(rule, src) for rule, directive, src in _directive_blocks(text) if directive == "shell"]
     assert len(shells) >= 8, shells
-    allowed = re.compile(r"(input|output)(\.\w+|\[\d+\])?|threads")
+    allowed = re.compile(r"(input|output)(\.\w+|\[\d+\])?|threads|log")
     bad = []
     for rule, src in shells:
         cmd = eval(compile(ast.Expression(ast.parse(src, mode="eval").body), rule, "eval"),
@@ -618,7 +630,7 @@ def test_snakefile_shell_commands_interpolate_only_inputs_outputs_and_threads():
 
 
 def test_snakefile_wildcard_constraints_cover_every_output_wildcard():
-    text = (REPO / "Snakefile").read_text()
+    text = workflow_text()
     block = re.search(r"^wildcard_constraints:\n((?:[ \t]+.*\n|\n)+)", text, re.M).group(1)
     constraints = {k.arg: k.value for k in _parse_args(block).keywords}
     uncovered = []

@@ -1,4 +1,4 @@
-"""Scaling out: every rule declares its resources, and the SLURM profile dry-runs here."""
+"""Scaling out: every rule declares its resources and a log, and the SLURM profile dry-runs here."""
 
 from __future__ import annotations
 
@@ -12,17 +12,17 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_faults import _directive_blocks  # noqa: E402  (the Snakefile parser of the fault tests)
+from test_faults import WORKFLOW, _directive_blocks, workflow_text  # noqa: E402  (the fault tests' parser)
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = shutil.which("snakemake")
 
 
-def test_every_rule_declares_threads_and_resources():
-    blocks = list(_directive_blocks((REPO / "Snakefile").read_text()))
+def test_every_rule_declares_threads_resources_and_a_log():
+    blocks = list(_directive_blocks(workflow_text()))
     rules = {r for r, _, _ in blocks} - {"all"}
     assert len(rules) >= 9, rules
-    for directive in ("threads", "resources"):
+    for directive in ("threads", "resources", "log"):
         have = {r for r, d, _ in blocks if d == directive}
         assert rules <= have, f"rules without {directive}: {sorted(rules - have)}"
 
@@ -30,7 +30,7 @@ def test_every_rule_declares_threads_and_resources():
 @pytest.mark.skipif(SNAKEMAKE is None or importlib.util.find_spec("snakemake_executor_plugin_slurm") is None,
                     reason="snakemake and snakemake-executor-plugin-slurm")
 def test_slurm_profile_dry_runs_with_sized_jobs(tmp_path):
-    for item in ("Snakefile", "config", "profiles"):
+    for item in (*WORKFLOW, "profiles"):
         src = REPO / item
         (shutil.copytree if src.is_dir() else shutil.copy2)(src, tmp_path / item)
     r = subprocess.run([SNAKEMAKE, "--profile", "profiles/slurm", "-n", "--configfile",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from pathlib import Path
+from types import SimpleNamespace
 
 import matplotlib
 
@@ -17,18 +18,65 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from rfl import io  # noqa: E402
+from rfl.registry import ALGORITHMS, PROBLEMS  # noqa: E402
 
-LABELS = {"excess_risk": "excess risk $F(x_t) - F(x^*)$", "grad_norm": r"$\|\mathrm{grad}\,F(x_t)\|$",
-          "dist_to_opt": r"dist$(x_t, x^*)$", "cost": "cost $F(x_t)$", "test_nmse": "test NMSE",
-          "subspace_dist": r"dist$(\mathcal{U}_t, \mathcal{U}^*)$"}
-NAMES = {"rfedags": "RFedAGS", "rfedavg": "RFedAvg", "fedavg": "FedLSA (FedAvg)", "rsd": "RSD",
-         "rfedsvrg": "RFedSVRG", "rfedproj": "RFedProj", "scafflsa": "SCAFFLSA",
-         "rcg": "RCG", "rlbfgs": "RLBFGS"}
-CENTRALIZED_COLORS = {"rsd": "tab:red", "rcg": "tab:orange", "rlbfgs": "tab:brown"}
-ORDER = ["rfedags", "rfedavg", "rfedsvrg", "rfedproj", "fedavg", "scafflsa", "rsd", "rcg", "rlbfgs"]
-OTHER_COLORS = {"rfedsvrg": "tab:purple", "rfedproj": "tab:cyan", "scafflsa": "tab:green"}
+#: axis labels of the metrics every run table has; a problem adds its own (``metric_labels``)
+BASE_LABELS = {"excess_risk": "excess risk $F(x_t) - F(x^*)$", "grad_norm": r"$\|\mathrm{grad}\,F(x_t)\|$",
+               "dist_to_opt": r"dist$(x_t, x^*)$", "cost": "cost $F(x_t)$"}
 FLOOR = 1e-16   # values below this (round-off) are drawn at the floor of a log axis
 LOG_METRICS = {"excess_risk", "grad_norm", "dist_to_opt", "subspace_dist"}
+K_FALLBACK_COLOR = "tab:blue"   # a method coloured by K that has no K
+
+
+# TEMP until declarations merge: today's declarations, for _algorithm and _metric_labels.
+_TODAY_ALGORITHMS = {
+    name: SimpleNamespace(name=name, label=label, style={"color": color, "ls": ls}, plot_order=i,
+                          federated=federated)
+    for i, (name, label, color, ls, federated) in enumerate([
+        ("rfedags", "RFedAGS", None, "-", True), ("rfedavg", "RFedAvg", None, "--", True),
+        ("rfedsvrg", "RFedSVRG", "tab:purple", "-.", True), ("rfedproj", "RFedProj", "tab:cyan", "-.", True),
+        ("fedavg", "FedLSA (FedAvg)", None, "-", True), ("scafflsa", "SCAFFLSA", "tab:green", "-.", True),
+        ("rsd", "RSD", "tab:red", ":", False), ("rcg", "RCG", "tab:orange", ":", False),
+        ("rlbfgs", "RLBFGS", "tab:brown", ":", False)])}
+_TODAY_METRIC_LABELS = {"test_nmse": "test NMSE", "subspace_dist": r"dist$(\mathcal{U}_t, \mathcal{U}^*)$"}
+
+
+def _algorithm(name: str):
+    """The declarations of algorithm ``name``: ``label``, ``style`` ({"color": colour or None
+    (= by K), "ls": ...}), ``plot_order`` (legend order), ``federated``."""
+    # TEMP until declarations merge: the registry's classes declare these on the algorithms branch.
+    cls = ALGORITHMS.get(name)
+    if cls is not None and hasattr(cls, "plot_order"):
+        return cls
+    return _TODAY_ALGORITHMS[name]
+
+
+def _metric_labels(problem: str) -> dict:
+    """Axis labels of the metrics problem ``problem`` adds (its ``metric_labels``)."""
+    # TEMP until declarations merge: Problem.metric_labels is declared on the problems branch.
+    cls = PROBLEMS.get(problem)
+    labels = getattr(cls, "metric_labels", None)
+    return _TODAY_METRIC_LABELS if labels is None else labels
+
+
+def algorithm_label(name: str) -> str:
+    """Figure and table label of algorithm ``name`` (e.g. "RFedAGS")."""
+    return _algorithm(name).label
+
+
+def algorithm_style(name: str) -> dict:
+    """Matplotlib style of algorithm ``name``: {"color": colour, or None to colour by K, "ls": ...}."""
+    return _algorithm(name).style
+
+
+def metric_label(metric: str, problems=()) -> str:
+    """Axis label of ``metric``: a base metric's, else that of one of ``problems``, else its name."""
+    if metric in BASE_LABELS:
+        return BASE_LABELS[metric]
+    for problem in problems:
+        if metric in _metric_labels(problem):
+            return _metric_labels(problem)[metric]
+    return metric
 
 
 def save_figure(fig, out_pdf) -> None:
@@ -51,16 +99,25 @@ def method_key(algorithm: dict) -> tuple:
 
 def method_label(key: tuple) -> str:
     alg, K, s = key
-    return NAMES.get(alg, alg) + ("" if K is None else f"-K={K}") + ("" if s is None else f", s={s}")
+    return algorithm_label(alg) + ("" if K is None else f"-K={K}") + ("" if s is None else f", s={s}")
 
 
 def load_runs(tables) -> dict[tuple, list[pd.DataFrame]]:
-    """Group run tables by method: (algorithm, K, participation) -> [table per seed]."""
-    groups = defaultdict(list)
+    """Group run tables by method: (algorithm, K, participation) -> [table per seed], in legend
+    order (the algorithms' ``plot_order``, then K, then participation)."""
+    return _load_runs(tables)[0]
+
+
+def _load_runs(tables) -> tuple[dict[tuple, list[pd.DataFrame]], list[str]]:
+    """(load_runs(tables), the problems of the runs in order of appearance)."""
+    groups, problems = defaultdict(list), {}
     for path in tables:
-        groups[method_key(io.read_json(meta_path(path))["spec"]["algorithm"])].append(io.read_table(path))
-    return dict(sorted(groups.items(), key=lambda kv: (ORDER.index(kv[0][0]), kv[0][1] or 0,
-                                                       kv[0][2] or 0)))
+        spec = io.read_json(meta_path(path))["spec"]
+        groups[method_key(spec["algorithm"])].append(io.read_table(path))
+        problems[spec["dataset"]["problem"]] = None
+    order = sorted(groups.items(), key=lambda kv: (_algorithm(kv[0][0]).plot_order, kv[0][1] or 0,
+                                                  kv[0][2] or 0))
+    return dict(order), list(problems)
 
 
 def _column(t: pd.DataFrame, metric: str, index) -> pd.Series:
@@ -83,19 +140,16 @@ def summarise(tables: list[pd.DataFrame], metric: str) -> pd.DataFrame:
 
 
 def _styles(keys) -> dict[tuple, dict]:
-    Ks = sorted({k[1] for k in keys if k[0] in ("rfedags", "fedavg") and k[1] is not None})
+    """Colour and line style per method: the algorithm's ``style``; a method without its own
+    colour takes one by K (viridis over the K of all such methods)."""
+    by_K = [k for k in keys if algorithm_style(k[0])["color"] is None]
+    Ks = sorted({k[1] for k in by_K if k[1] is not None})
     cmap = {K: plt.cm.viridis(i / max(1, len(Ks) - 1) * 0.9) for i, K in enumerate(Ks)}
     styles = {}
     for key in keys:
-        alg, K, _ = key
-        if alg in CENTRALIZED_COLORS:
-            styles[key] = {"color": CENTRALIZED_COLORS[alg], "ls": ":"}
-        elif alg in OTHER_COLORS:
-            styles[key] = {"color": OTHER_COLORS[alg], "ls": "-."}
-        elif alg == "rfedavg":
-            styles[key] = {"color": cmap.get(K, "tab:gray"), "ls": "--"}
-        else:
-            styles[key] = {"color": cmap.get(K, "tab:blue"), "ls": "-"}
+        style = algorithm_style(key[0])
+        color = style["color"] if style["color"] is not None else cmap.get(key[1], K_FALLBACK_COLOR)
+        styles[key] = {"color": color, "ls": style["ls"]}
     return styles
 
 
@@ -116,13 +170,13 @@ def experiment_figure(spec: dict, tables, out_pdf) -> None:
     method of the experiment, one panel per (metric, x); PDF + PNG. Against communicated floats,
     centralised methods (which communicate nothing) are left out."""
     panels = [(m, x) for m in spec.get("metrics", ["excess_risk"]) for x in spec.get("x", ["round"])]
-    groups = load_runs(tables)
+    groups, problems = _load_runs(tables)
     styles = _styles(groups)
     fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 3.9), squeeze=False)
     for ax, (metric, x) in zip(axes[0], panels):
         log = metric in LOG_METRICS
         for key, runs in groups.items():
-            if x == "floats" and key[0] in CENTRALIZED_COLORS:
+            if x == "floats" and not _algorithm(key[0]).federated:
                 continue
             stats = summarise(runs, metric) if x == "round" else summarise_against(runs, metric, x)
             if log:
@@ -143,7 +197,7 @@ def experiment_figure(spec: dict, tables, out_pdf) -> None:
         if x != "round":
             ax.set_xscale("symlog", linthresh=1e3)
             ax.set_xlim(left=0)
-        ax.set_ylabel(LABELS.get(metric, metric))
+        ax.set_ylabel(metric_label(metric, problems))
         ax.grid(True, which="major", alpha=0.3)
     n_seeds = max(len(r) for r in groups.values())
     fig.suptitle(f"{spec['title']}  (median over {n_seeds} seeds, band: min-max)", fontsize=9)

@@ -19,8 +19,10 @@ import pandas as pd  # noqa: E402
 
 from rfl import io  # noqa: E402
 
-from .figures import NAMES, meta_path, save_figure  # noqa: E402
+from .figures import algorithm_label, meta_path, save_figure  # noqa: E402
 from .tables import write_markdown  # noqa: E402
+
+SUBJECT = "rfedags"   # the method the study is about (solid lines); those compared with it: dashed
 
 
 def stationary(table: pd.DataFrame, tail: float) -> float:
@@ -42,7 +44,7 @@ def collect(spec: dict, tables) -> pd.DataFrame:
         a = sp["algorithm"]
         S = sp["dataset"]["params"]["S"]
         s = a.get("participation") or S
-        rows.append({"problem": label, "method": NAMES.get(a["name"], a["name"]), "K": a["K"],
+        rows.append({"problem": label, "method": algorithm_label(a["name"]), "algorithm": a["name"], "K": a["K"],
                      "participation": s / S, "seed": sp["seed"],
                      "stationary_excess_risk": stationary(io.read_table(path), spec["tail"]),
                      "status": meta["status"]})
@@ -61,14 +63,14 @@ def heterogeneity(spec: dict, out_pdf, out_csv, tables) -> pd.DataFrame:
     show = show[["problem", "method", "s/S", "K", "mean", "std", "seeds", "diverged"]]
     write_markdown(Path(out_csv).with_suffix(".md"), show)
 
+    line_style = {algorithm_label(a): "-" if a == SUBJECT else "--" for a in runs["algorithm"].unique()}
     problems = list(dict.fromkeys(spec["experiments_by_name"].values()))
     fig, axes = plt.subplots(1, len(problems), figsize=(5.2 * len(problems), 3.9), squeeze=False)
     for ax, problem in zip(axes[0], problems):
         sub = agg[agg["problem"] == problem]
         for (method, part), g in sub.groupby(["method", "participation"]):
             g = g.sort_values("K")
-            style = "-" if method == "RFedAGS" else "--"
-            ax.errorbar(g["K"], g["mean"], yerr=g["std"].fillna(0), fmt="o" + style, ms=4, capsize=2,
+            ax.errorbar(g["K"], g["mean"], yerr=g["std"].fillna(0), fmt="o" + line_style[method], ms=4, capsize=2,
                         label=f"{method}, s/S={part:g}")
         ax.set_xscale("log")
         ax.set_yscale("log")

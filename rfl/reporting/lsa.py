@@ -36,11 +36,11 @@ import pandas as pd  # noqa: E402
 
 from rfl import io  # noqa: E402
 
-from .figures import meta_path, save_figure  # noqa: E402
+from .figures import algorithm_label, meta_path, save_figure  # noqa: E402
 from .tables import write_markdown  # noqa: E402
 
+# The study compares FedAvg on the LSA field (FedLSA) with SCAFFLSA.
 FEDLSA, SCAFFLSA = "fedavg", "scafflsa"
-LABELS = {FEDLSA: "FedLSA", SCAFFLSA: "SCAFFLSA"}
 FLOOR = 1e-20        # values below (round-off of ||theta*||^2 ~ 1e2..1e3) are drawn at the floor
 KEY = ["setting", "N", "eta", "H"]
 
@@ -53,7 +53,7 @@ def collect(tables) -> list[dict]:
         meta = io.read_json(meta_path(path))
         sp = meta["spec"]
         params, alg = sp["dataset"]["params"], sp["algorithm"]
-        if alg["name"] not in LABELS:
+        if alg["name"] not in (FEDLSA, SCAFFLSA):
             continue
         pred = meta.get("predictions") or {}
         runs.append({"setting": params["setting"], "N": int(params["n_agents"]),
@@ -185,7 +185,8 @@ def draw(runs: list[dict], setting: str, out_pdf) -> None:
 
     by_H = [Line2D([], [], color=colors[H], lw=2, label=f"H = {H}") for H in Hs]
     by_style = [Line2D([], [], color="k", ls=ls, lw=1.2, label=label)
-                for ls, label in (("-", "FedLSA"), ("--", "SCAFFLSA"), (":", "predicted FedLSA bias"))]
+                for ls, label in (("-", algorithm_label(FEDLSA)), ("--", algorithm_label(SCAFFLSA)),
+                                  (":", "predicted FedLSA bias"))]
     axes[0][0].add_artist(axes[0][0].legend(handles=by_H, fontsize=7, loc="lower left"))
     axes[0][0].legend(handles=by_style, fontsize=7, loc="lower center")
     n_seeds = max(len(rs) for by in groups.values() for rs in by.values())

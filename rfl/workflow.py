@@ -1,0 +1,258 @@
+"""The Snakefile's Python helpers: paths, job lists, specs and resources of one resolved config.
+
+The rules files (``rules/*.smk``) hold rules only; everything they compute comes from a
+``Plan`` built once from the validated config. Plain Python without Snakemake, so every
+helper is unit-tested (tests/test_workflow.py). Functions given to a rule as input, resource
+or report functions take Snakemake's ``wildcards`` (and ``input``) arguments by those names.
+
+Output layout, under ``config["output_dir"]`` (OUT):
+    results/specs/...            the resolved config, one JSON per job (written at parse time)
+    results/data|reference/{dataset}/{instance}.npz
+    results/runs/{experiment}/{run_id}.csv (+ .meta.json)
+    figures/, paper_tables/      figures, tables, REPRODUCTION.md
+    logs/                        one log per job (its stdout and stderr)
+"""
+
+from __future__ import annotations
+
+import math
+
+from rfl import config as rflconfig
+from rfl.data.school import ILEA_FILENAME
+from rfl.registry import PROBLEMS
+
+# Resources (for cluster executors; locally only threads count): the light steps (specs,
+# data generation, figures, tables) need well under 1 GB and a few minutes for every
+# dataset of the paper; runs and reference optima scale with their data (Plan.*_runtime).
+LIGHT = {"mem_mb": 1000, "runtime": 10}
+TABLE_EXTENSIONS = ("csv", "md", "tex")
+FIGURE_EXTENSIONS = ("pdf", "png")
+# Every job: BLAS threads pinned to the rule's threads (no oversubscription under --cores N),
+# and no progress lines in the logs.
+PIN = "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS={threads} MKL_NUM_THREADS={threads} RFL_PROGRESS=0 "
+
+
+def pinned(command: str) -> str:
+    """A rule's shell ``command`` run under PIN (every rule's shell is ``pinned(...)``)."""
+    return PIN + command
+
+
+def problem_class(problem: str) -> type:
+    """The class of ``problem`` (config name) from the problem registry."""
+    # TEMP until declarations merge: problems register themselves in rfl.registry.PROBLEMS
+    # only on the problems branch; before that, rfl.problems.PROBLEMS holds them.
+    cls = PROBLEMS.get(problem)
+    if cls is None:
+        from rfl.problems import PROBLEMS as _DICT
+
+        cls = _DICT[problem]
+    return cls
+
+
+def raw_inputs_of(problem: str) -> tuple[str, ...]:
+    """Names of the raw files the generator of ``problem`` reads (its ``raw_inputs``)."""
+    cls = problem_class(problem)
+    # TEMP until declarations merge: Problem.raw_inputs is declared on the problems branch.
+    return getattr(cls, "raw_inputs", ("school",) if cls.name == "school" else ())
+
+
+def alternatives(names) -> str:
+    """A wildcard constraint matching exactly ``names`` (never empty: "NONE" matches no name
+    of a config, which are identifiers)."""
+    return "|".join(sorted(names)) or "NONE"
+
+
+class Plan:
+    """What the workflow makes from one validated config: targets, job inputs, specs, resources.
+
+    config: the config after ``rfl.config.validate``; paper: config/paper_values.yaml.
+    """
+
+    def __init__(self, config: dict, paper: dict):
+        self.config = config
+        self.paper = paper
+        self.out = config["output_dir"]
+        self.experiments = config["experiments"]
+        self.figures = config.get("figures", {})
+        self.tables = config.get("tables", {})
+        self.hetero = config.get("heterogeneity")
+        self.lsa = config.get("lsa")
+        self.runs = {(r["experiment"], r["run_id"]): r for r in rflconfig.expand_runs(config)}
+        self.specs_dir = self.path("results/specs/")
+        self.school_raw = config["school"]["cache_dir"].rstrip("/") + "/" + ILEA_FILENAME
+        # raw input name (a problem's ``raw_inputs``) -> the file the workflow fetches for it
+        self.raw_files = {"school": self.school_raw}
+        # one FedLSA/SCAFFLSA figure per setting (homogeneous, heterogeneous) of the study's datasets
+        self.lsa_settings = sorted({config["datasets"][self.experiments[e]["dataset"]]["params"]["setting"]
+                                    for e in (self.lsa or {}).get("experiments", [])})
+
+    # ---- paths -------------------------------------------------------------------------
+    def path(self, relative: str) -> str:
+        """``relative`` under the output directory (wildcards in braces are kept)."""
+        return self.out + relative
+
+    def spec(self, relative: str) -> str:
+        """The spec file ``relative`` (without .json) under results/specs/."""
+        return f"{self.specs_dir}{relative}.json"
+
+    def log(self, relative: str) -> str:
+        """The log file of a job: logs/``relative``.log."""
+        return self.path(f"logs/{relative}.log")
+
+    def run_tables(self, experiment: str) -> list[str]:
+        """Every run table of ``experiment``, in run order."""
+        return [self.path(f"results/runs/{e}/{r}.csv") for (e, r) in self.runs if e == experiment]
+
+    def all_run_tables(self) -> list[str]:
+        return [self.path(f"results/runs/{e}/{r}.csv") for (e, r) in self.runs]
+
+    def run_outputs(self, experiment: str, kind: str) -> list[str]:
+        """Output patterns of the run job of ``experiment``: one per seed, ``{setting}`` kept as a
+        wildcard; kind "csv" (tables) or "meta.json"."""
+        return [self.path(f"results/runs/{experiment}/{{setting}}_seed{seed}.{kind}")
+                for seed in self.experiments[experiment]["seeds"]]
+
+    def table_outputs(self) -> list[str]:
+        """Tables 1 and 2 of the paper, each as CSV, Markdown and LaTeX (those configured)."""
+        out = []
+        if "table1" in self.tables:
+            out += self.table_files("table1_parameters")
+        if "table2" in self.tables:
+            out += self.table_files("table2_school_nmse")
+        return out
+
+    def table_files(self, stem: str) -> list[str]:
+        return [self.path(f"paper_tables/{stem}.{ext}") for ext in TABLE_EXTENSIONS]
+
+    def figure_files(self, figure: str = "{figure}") -> list[str]:
+        return [self.path(f"figures/{figure}.{ext}") for ext in FIGURE_EXTENSIONS]
+
+    def hetero_outputs(self) -> list[str]:
+        if not self.hetero:
+            return []
+        return (self.figure_files("fig_heterogeneity")
+                + [self.path("paper_tables/heterogeneity.csv"), self.path("paper_tables/heterogeneity.md")])
+
+    def lsa_figures(self, ext: str) -> list[str]:
+        return [self.path(f"figures/fig_fedlsa_scafflsa_{s}.{ext}") for s in self.lsa_settings]
+
+    def lsa_outputs(self) -> list[str]:
+        if not self.lsa:
+            return []
+        return (self.lsa_figures("pdf") + self.lsa_figures("png")
+                + [self.path("paper_tables/fedlsa_bias.csv"), self.path("paper_tables/fedlsa_bias.md")])
+
+    def report_inputs(self) -> list[str]:
+        """The tables and figures REPRODUCTION.md summarises, beside the run tables."""
+        return self.table_outputs() + self.hetero_outputs() + self.lsa_outputs()
+
+    def targets(self) -> list[str]:
+        """Everything the config asks for (rule all)."""
+        return ([f for name in self.figures for f in self.figure_files(name)]
+                + self.report_inputs() + [self.path("paper_tables/REPRODUCTION.md")])
+
+    # ---- job inputs (functions of a job's wildcards) ---------------------------------------
+    def raw_inputs(self, wildcards) -> list[str]:
+        """Raw files the data job of ``wildcards.dataset`` reads (its problem's raw_inputs)."""
+        problem = self.config["datasets"][wildcards.dataset]["problem"]
+        return [self.raw_files[name] for name in raw_inputs_of(problem)]
+
+    def seed_files(self, experiment: str, kind: str):
+        """Input function: the per-seed files of setting ``{setting}`` of ``experiment``, in the
+        experiment's seed order; kind "specs", "data" or "reference"."""
+        def seed_files(wildcards) -> list[str]:
+            out = []
+            for seed in self.experiments[experiment]["seeds"]:
+                spec = self.runs[(experiment, f"{wildcards.setting}_seed{seed}")]
+                ds = spec["dataset"]
+                out.append(self.spec(f"runs/{experiment}/{spec['run_id']}") if kind == "specs"
+                           else self.path(f"results/{kind}/{ds['name']}/{ds['instance']}.npz"))
+            return out
+        return seed_files
+
+    def figure_runs(self, wildcards) -> list[str]:
+        return self.run_tables(self.figures[wildcards.figure]["experiment"])
+
+    def figure_category(self, wildcards) -> str:
+        return self.figures[wildcards.figure]["report_category"]
+
+    def figure_labels(self, wildcards) -> dict:
+        return {"figure": wildcards.figure, "title": self.figures[wildcards.figure]["title"]}
+
+    def table2_runs(self) -> list[str]:
+        return [t for e in self.tables.get("table2", {}).get("experiments", {}).values()
+                for t in self.run_tables(e)]
+
+    def hetero_runs(self) -> list[str]:
+        return [t for e in (self.hetero or {}).get("experiments", {}).values() for t in self.run_tables(e)]
+
+    def lsa_runs(self) -> list[str]:
+        return [t for e in (self.lsa or {}).get("experiments", []) for t in self.run_tables(e)]
+
+    # ---- specs: the resolved config, one file per job --------------------------------------
+    def table_spec(self, name: str) -> dict:
+        """The spec of table/report job ``name`` (table1, table2, heterogeneity, lsa, reproduction)."""
+        if name == "table1":
+            return {"rows": [{"label": row["label"],
+                              "fixed": {"experiment": row["fixed"], **self.experiments[row["fixed"]]},
+                              "decaying": {"experiment": row["decaying"], **self.experiments[row["decaying"]]},
+                              "dataset": self.config["datasets"][self.experiments[row["fixed"]]["dataset"]]}
+                             for row in self.tables["table1"]["rows"]]}
+        if name == "table2":
+            return {"experiments": self.tables["table2"]["experiments"], "paper": self.paper["table2"]}
+        if name == "heterogeneity":
+            return {"experiments_by_name": {e: label for label, e in self.hetero["experiments"].items()},
+                    "tail": self.hetero["tail"]}
+        if name == "lsa":
+            return {"experiments": self.lsa["experiments"], "tail": self.lsa["tail"],
+                    "settings": self.lsa_settings}
+        return {"config": self.config, "paper": self.paper,
+                "runs": {e: self.run_tables(e) for e in self.experiments},
+                "tables": {"table1": self.path("paper_tables/table1_parameters.csv"),
+                           "table2": self.path("paper_tables/table2_school_nmse.csv"),
+                           "heterogeneity": self.path("paper_tables/heterogeneity.csv"),
+                           "lsa": self.path("paper_tables/fedlsa_bias.csv")}}
+
+    def specs(self) -> dict[str, dict]:
+        """Spec path -> content for every job of the config."""
+        specs = {self.spec("school"): self.config["school"]}
+        for (name, instance) in rflconfig.dataset_instances(self.config):
+            specs[self.spec(f"datasets/{name}/{instance}")] = rflconfig.dataset_spec(self.config, name, instance)
+        for (e, r), spec in self.runs.items():
+            specs[self.spec(f"runs/{e}/{r}")] = spec
+        for f, fig in self.figures.items():
+            specs[self.spec(f"figures/{f}")] = {"name": f, **fig}
+        tables = (list(self.tables) + ["reproduction"] + (["heterogeneity"] if self.hetero else [])
+                  + (["lsa"] if self.lsa else []))
+        for t in tables:
+            specs[self.spec(f"tables/{t}")] = self.table_spec(t)
+        return specs
+
+    # ---- resources -------------------------------------------------------------------------
+    @staticmethod
+    def reference_mem_mb(wildcards, input) -> int:  # noqa: A002 (Snakemake passes it by name)
+        """4x the data file, at least 1 GB."""
+        return max(1000, math.ceil(4 * input.size_mb))
+
+    def reference_runtime(self, wildcards, input) -> int:  # noqa: A002
+        """Minutes: 10 + the solver's budget (starts x iterations x ~5 passes over the data at
+        >= 200 MB/s); closed-form references take seconds."""
+        ref = self.config["datasets"][wildcards.dataset].get("reference", {})
+        passes = ref.get("starts", 1) * ref.get("max_iterations", 1000) * 5
+        return 10 + math.ceil(passes * input.size_mb / 200 / 60)
+
+    def run_resources(self, experiment: str) -> dict:
+        """mem_mb: 3x one run's inputs (its data and reference; the job lists them once per
+        seed), at least 1 GB. runtime (minutes): 10 + the sample gradients the job evaluates at
+        most (seeds x rounds x K x B x agents) at a conservative 100 us each."""
+        exp = self.experiments[experiment]
+        seeds = len(exp["seeds"])
+        dataset = self.config["datasets"][exp["dataset"]]
+        agents = len(problem_class(dataset["problem"]).local_sizes_from(dataset["params"]))
+        K = max(k for m in exp["methods"] for k in (m.get("K") or [1]))
+        samples = seeds * exp["rounds"] * K * exp.get("batch_size", 1) * agents
+
+        def mem_mb(wildcards, input) -> int:  # noqa: A002
+            return max(1000, math.ceil(3 * input.size_mb / seeds))
+
+        return {"mem_mb": mem_mb, "runtime": 10 + math.ceil(samples * 100e-6 / 60)}

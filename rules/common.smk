@@ -1,0 +1,29 @@
+# The validated config, the Plan of its jobs (rfl/workflow.py holds every helper), the spec
+# files, and what every rule shares.
+
+from snakemake.utils import validate
+
+from rfl import config as rflconfig
+from rfl import io
+from rfl.workflow import LIGHT, Plan, alternatives, pinned
+
+
+# Clear, key-naming errors first (schema + semantic checks), then Snakemake's own check.
+config = rflconfig.validate(config)
+validate(config, "../config/schema.yaml")
+
+PLAN = Plan(config, io.read_yaml("config/paper_values.yaml"))
+OUT = PLAN.out
+# The software of every job (with --software-deployment-method conda).
+ENV = "../envs/rfl.yaml"
+
+# the resolved config, one spec file per job
+for _path, _spec in PLAN.specs().items():
+    io.sync_json(_path, _spec)
+
+
+wildcard_constraints:
+    dataset=alternatives(config["datasets"]),
+    instance="fixed|seed[0-9]+",
+    figure=alternatives(PLAN.figures),
+    setting="[A-Za-z0-9_]+",

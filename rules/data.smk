@@ -1,0 +1,55 @@
+# Data: the School raw file, one data file per dataset instance, its reference optimum.
+
+
+rule school_raw:
+    """ILEA567.DAT from the mirror or the pinned URL, sha256-verified (rfl/data/school.py)."""
+    input:
+        PLAN.spec("school"),
+    output:
+        PLAN.school_raw,
+    log:
+        PLAN.log("school_raw"),
+    threads: 1
+    resources:
+        **LIGHT,
+    conda:
+        ENV
+    shell:
+        pinned("rfl fetch-school {input} {output} > {log} 2>&1")
+
+
+rule data:
+    """One instance of a dataset, with the raw files its problem declares (raw_inputs)."""
+    input:
+        spec=PLAN.spec("datasets/{dataset}/{instance}"),
+        raw=PLAN.raw_inputs,
+    output:
+        PLAN.path("results/data/{dataset}/{instance}.npz"),
+    log:
+        PLAN.log("data/{dataset}/{instance}"),
+    threads: 1
+    resources:
+        **LIGHT,
+    conda:
+        ENV
+    shell:
+        pinned("rfl data {input.spec} {output} {input.raw} > {log} 2>&1")
+
+
+rule reference:
+    """The reference optimum x* of one data file (closed form or a converged solver)."""
+    input:
+        spec=PLAN.spec("datasets/{dataset}/{instance}"),
+        data=rules.data.output,
+    output:
+        PLAN.path("results/reference/{dataset}/{instance}.npz"),
+    log:
+        PLAN.log("reference/{dataset}/{instance}"),
+    threads: 1
+    resources:
+        mem_mb=PLAN.reference_mem_mb,
+        runtime=PLAN.reference_runtime,
+    conda:
+        ENV
+    shell:
+        pinned("rfl reference {input.spec} {input.data} {output} > {log} 2>&1")

@@ -1,0 +1,121 @@
+# Figures, tables and the reproduction report: they read result files only.
+
+
+rule figure:
+    """One figure of an experiment's runs (rfl/reporting/figures.py); PNG beside the PDF."""
+    input:
+        spec=PLAN.spec("figures/{figure}"),
+        runs=PLAN.figure_runs,
+    output:
+        pdf=report(PLAN.path("figures/{figure}.pdf"), category=PLAN.figure_category,
+                   labels=PLAN.figure_labels),
+        png=PLAN.path("figures/{figure}.png"),
+    log:
+        PLAN.log("figures/{figure}"),
+    threads: 1
+    resources:
+        **LIGHT,
+    conda:
+        ENV
+    shell:
+        pinned("rfl figure {input.spec} {output.pdf} {input.runs} > {log} 2>&1")
+
+
+rule table1:
+    """Table 1: the parameters of the experiments, as CSV, Markdown and LaTeX."""
+    input:
+        PLAN.spec("tables/table1"),
+    output:
+        csv=PLAN.path("paper_tables/table1_parameters.csv"),
+        md=PLAN.path("paper_tables/table1_parameters.md"),
+        tex=PLAN.path("paper_tables/table1_parameters.tex"),
+    log:
+        PLAN.log("table1"),
+    threads: 1
+    resources:
+        **LIGHT,
+    conda:
+        ENV
+    shell:
+        pinned("rfl table1 {input} {output.csv} > {log} 2>&1")
+
+
+rule table2:
+    """Table 2: test NMSE on School against the paper's values."""
+    input:
+        spec=PLAN.spec("tables/table2"),
+        runs=PLAN.table2_runs(),
+    output:
+        csv=PLAN.path("paper_tables/table2_school_nmse.csv"),
+        md=PLAN.path("paper_tables/table2_school_nmse.md"),
+        tex=PLAN.path("paper_tables/table2_school_nmse.tex"),
+    log:
+        PLAN.log("table2"),
+    threads: 1
+    resources:
+        **LIGHT,
+    conda:
+        ENV
+    shell:
+        pinned("rfl table2 {input.spec} {output.csv} {input.runs} > {log} 2>&1")
+
+
+rule heterogeneity:
+    """Stationary excess risk against K under heterogeneity (rfl/reporting/heterogeneity.py)."""
+    input:
+        spec=PLAN.spec("tables/heterogeneity"),
+        runs=PLAN.hetero_runs(),
+    output:
+        pdf=report(PLAN.path("figures/fig_heterogeneity.pdf"), category="Heterogeneity"),
+        png=PLAN.path("figures/fig_heterogeneity.png"),
+        csv=PLAN.path("paper_tables/heterogeneity.csv"),
+        md=PLAN.path("paper_tables/heterogeneity.md"),
+    log:
+        PLAN.log("heterogeneity"),
+    threads: 1
+    resources:
+        **LIGHT,
+    conda:
+        ENV
+    shell:
+        pinned("rfl heterogeneity {input.spec} {output.pdf} {output.csv} {input.runs} > {log} 2>&1")
+
+
+rule lsa:
+    """Federated TD(0): FedLSA vs SCAFFLSA with the predicted FedLSA bias (rfl/reporting/lsa.py)."""
+    input:
+        spec=PLAN.spec("tables/lsa"),
+        runs=PLAN.lsa_runs(),
+    output:
+        pdf=[report(f, category="Federated TD(0) / LSA") for f in PLAN.lsa_figures("pdf")],
+        png=PLAN.lsa_figures("png"),
+        csv=PLAN.path("paper_tables/fedlsa_bias.csv"),
+        md=PLAN.path("paper_tables/fedlsa_bias.md"),
+    log:
+        PLAN.log("lsa"),
+    threads: 1
+    resources:
+        **LIGHT,
+    conda:
+        ENV
+    shell:
+        pinned("rfl lsa {input.spec} {output.csv} {input.runs} --figures {output.pdf} > {log} 2>&1")
+
+
+rule reproduction:
+    """REPRODUCTION.md: every figure and table against the paper, with verdicts."""
+    input:
+        spec=PLAN.spec("tables/reproduction"),
+        runs=PLAN.all_run_tables(),
+        tables=PLAN.report_inputs(),
+    output:
+        report(PLAN.path("paper_tables/REPRODUCTION.md"), category="Reproduction report"),
+    log:
+        PLAN.log("reproduction"),
+    threads: 1
+    resources:
+        **LIGHT,
+    conda:
+        ENV
+    shell:
+        pinned("rfl reproduction {input.spec} {output} > {log} 2>&1")

@@ -1,0 +1,225 @@
+"""The workflow's helpers (rfl/workflow.py) and the figures' declarations, checked against
+what the smoke config asks for; and Snakemake's linter on the workflow with both configs."""
+
+from __future__ import annotations
+
+import copy
+import math
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import pytest
+
+from rfl import config as rflconfig
+from rfl import io
+from rfl.reporting import figures
+from rfl.workflow import LIGHT, PIN, Plan, alternatives, pinned, raw_inputs_of
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_faults import WORKFLOW  # noqa: E402  (what a copy of the workflow needs)
+
+REPO = Path(__file__).resolve().parents[1]
+SNAKEMAKE = shutil.which("snakemake")
+SMOKE = rflconfig.load(REPO / "config" / "smoke.yaml")
+PAPER = io.read_yaml(REPO / "config" / "paper_values.yaml")
+
+
+@pytest.fixture(scope="module")
+def plan():
+    return Plan(SMOKE, PAPER)
+
+
+def _wc(**kw):
+    return SimpleNamespace(**kw)
+
+
+# ---- paths and job lists -------------------------------------------------------------------
+def test_run_tables_are_one_per_method_K_and_seed(plan):
+    # cpesph_fixed: rfedags K in {1, 3}, rfedavg K = 3; seeds 0 and 1
+    # in config order: method, then K, then seed
+    assert plan.run_tables("cpesph_fixed") == [f".smoke/results/runs/cpesph_fixed/{a}_K{K}_seed{s}.csv"
+                                               for a, K in (("rfedags", 1), ("rfedags", 3), ("rfedavg", 3))
+                                               for s in (0, 1)]
+    # centralised solvers have no K; participation shows as _s<s>
+    assert ".smoke/results/runs/school_r2/rsd_seed1.csv" in plan.run_tables("school_r2")
+    assert ".smoke/results/runs/cpesph_het/rfedags_K3_s2_seed0.csv" in plan.run_tables("cpesph_het")
+    assert len(plan.all_run_tables()) == len(rflconfig.expand_runs(SMOKE))
+
+
+def test_run_outputs_keep_the_setting_wildcard_per_seed(plan):
+    assert plan.run_outputs("school_r2", "csv") == [".smoke/results/runs/school_r2/{setting}_seed0.csv",
+                                                    ".smoke/results/runs/school_r2/{setting}_seed1.csv"]
+    assert plan.run_outputs("multitask", "meta.json") == [
+        ".smoke/results/runs/multitask/{setting}_seed0.meta.json"]
+
+
+def test_seed_files_follow_the_seed_order_and_the_data_instances(plan):
+    wc = _wc(setting="rfedags_K2")
+    specs = plan.seed_files("school_r2", "specs")(wc)
+    data = plan.seed_files("school_r2", "data")(wc)
+    refs = plan.seed_files("school_r2", "reference")(wc)
+    assert specs == [".smoke/results/specs/runs/school_r2/rfedags_K2_seed0.json",
+                     ".smoke/results/specs/runs/school_r2/rfedags_K2_seed1.json"]
+    # school_r2 resamples: one data instance per seed
+    assert data == [".smoke/results/data/school_r2/seed0.npz", ".smoke/results/data/school_r2/seed1.npz"]
+    assert refs == [".smoke/results/reference/school_r2/seed0.npz",
+                    ".smoke/results/reference/school_r2/seed1.npz"]
+    # cpesph does not: both seeds read the one fixed instance
+    assert plan.seed_files("cpesph_fixed", "data")(_wc(setting="rfedavg_K3")) == \
+        [".smoke/results/data/cpesph/fixed.npz"] * 2
+
+
+def test_raw_inputs_are_those_the_problem_declares(plan):
+    assert raw_inputs_of("school") == ("school",)
+    for problem in ("cpesph", "cfmspd", "mbcfsti", "multitask", "kpca", "lsa"):
+        assert raw_inputs_of(problem) == ()
+    for name, ds in SMOKE["datasets"].items():
+        expected = [".smoke/datasets/school/ILEA567.DAT"] if ds["problem"] == "school" else []
+        assert plan.raw_inputs(_wc(dataset=name)) == expected, name
+    assert plan.school_raw == SMOKE["school"]["cache_dir"].rstrip("/") + "/ILEA567.DAT"
+
+
+def test_targets_are_every_configured_figure_and_table(plan):
+    targets = plan.targets()
+    assert len(targets) == len(set(targets))
+    for f in SMOKE["figures"]:
+        assert {f".smoke/figures/{f}.pdf", f".smoke/figures/{f}.png"} <= set(targets)
+    # the smoke config has both LSA settings, the heterogeneity study and both paper tables
+    for s in ("homogeneous", "heterogeneous"):
+        assert f".smoke/figures/fig_fedlsa_scafflsa_{s}.pdf" in targets
+    assert ".smoke/paper_tables/heterogeneity.csv" in targets
+    tables = [f".smoke/paper_tables/{t}.{e}" for t in ("table1_parameters", "table2_school_nmse")
+              for e in ("csv", "md", "tex")]
+    assert plan.table_outputs() == tables and set(tables) <= set(targets)
+    assert targets[-1] == ".smoke/paper_tables/REPRODUCTION.md"
+    cfg = copy.deepcopy(SMOKE)
+    del cfg["tables"]["table2"], cfg["heterogeneity"], cfg["lsa"]
+    fewer = Plan(cfg, PAPER)
+    assert fewer.table_outputs() == tables[:3]
+    assert fewer.hetero_outputs() == fewer.lsa_outputs() == [] and fewer.lsa_settings == []
+
+
+def test_logs_and_specs_live_under_the_output_directory(plan):
+    assert plan.log("data/{dataset}/{instance}") == ".smoke/logs/data/{dataset}/{instance}.log"
+    assert plan.spec("figures/{figure}") == ".smoke/results/specs/figures/{figure}.json"
+
+
+def test_specs_hold_every_job_of_the_config(plan):
+    specs = plan.specs()
+    runs = rflconfig.expand_runs(SMOKE)
+    for r in runs:
+        assert specs[f".smoke/results/specs/runs/{r['experiment']}/{r['run_id']}.json"] == r
+    for name, instance in rflconfig.dataset_instances(SMOKE):
+        assert specs[f".smoke/results/specs/datasets/{name}/{instance}.json"]["instance"] == instance
+    for f, fig in SMOKE["figures"].items():
+        assert specs[f".smoke/results/specs/figures/{f}.json"] == {"name": f, **fig}
+    tables = {p.rsplit("/", 1)[1] for p in specs if "/specs/tables/" in p}
+    assert tables == {"table1.json", "table2.json", "reproduction.json", "heterogeneity.json", "lsa.json"}
+    assert specs[".smoke/results/specs/tables/lsa.json"]["settings"] == ["heterogeneous", "homogeneous"]
+    assert specs[".smoke/results/specs/school.json"] == SMOKE["school"]
+    assert len(specs) == 1 + len(rflconfig.dataset_instances(SMOKE)) + len(runs) + len(SMOKE["figures"]) + 5
+
+
+def test_alternatives_match_exactly_the_names():
+    assert alternatives({"b": 1, "a": 2}) == "a|b"
+    assert alternatives([]) == "NONE"
+
+
+def test_every_job_runs_pinned_to_its_threads():
+    assert pinned("rfl data {input}") == PIN + "rfl data {input}"
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        assert f"{var}={{threads}}" in PIN.split()
+
+
+# ---- resources ------------------------------------------------------------------------------
+def test_light_jobs_ask_one_gigabyte_and_ten_minutes():
+    assert LIGHT == {"mem_mb": 1000, "runtime": 10}
+
+
+def test_reference_resources_scale_with_the_data(plan):
+    assert plan.reference_mem_mb(_wc(dataset="cpesph"), _wc(size_mb=1.0)) == 1000
+    assert plan.reference_mem_mb(_wc(dataset="cpesph"), _wc(size_mb=300.2)) == 1201
+    # school_r2: one start x 30 iterations x 5 passes over 80 MB at 200 MB/s = 60 s -> 1 minute
+    assert plan.reference_runtime(_wc(dataset="school_r2"), _wc(size_mb=80.0)) == 11
+    # multitask: 500 iterations x 5 passes over 4.8 MB = 12000 MB -> 1 minute; 4.9 MB -> 2
+    assert plan.reference_runtime(_wc(dataset="multitask"), _wc(size_mb=4.8)) == 11
+    assert plan.reference_runtime(_wc(dataset="multitask"), _wc(size_mb=4.9)) == 12
+    # cpesph (the config's default budget, 5000 iterations): 25000 passes over 2.4 MB = 5 minutes
+    assert plan.reference_runtime(_wc(dataset="cpesph"), _wc(size_mb=2.4)) == 15
+    # no reference settings at all: 1 start x 1000 iterations, 5000 passes over 2.4 MB = 1 minute
+    cfg = copy.deepcopy(SMOKE)
+    del cfg["datasets"]["cpesph"]["reference"]
+    assert Plan(cfg, PAPER).reference_runtime(_wc(dataset="cpesph"), _wc(size_mb=2.4)) == 11
+
+
+def test_run_resources_count_the_sample_gradients_of_the_job(plan):
+    res = plan.run_resources("cpesph_fixed")
+    # 2 seeds x 10 rounds x K = 3 x B = 8 x S = 4 agents = 1920 gradients at 100 us: < 1 minute
+    assert res["runtime"] == 10 + math.ceil(1920 * 100e-6 / 60) == 11
+    assert res["mem_mb"](_wc(setting="rfedags_K1"), _wc(size_mb=10.0)) == 1000
+    assert res["mem_mb"](_wc(setting="rfedags_K1"), _wc(size_mb=1000.0)) == 1500    # 3 x 1000 / 2 seeds
+    cfg = copy.deepcopy(SMOKE)
+    cfg["experiments"]["cpesph_fixed"]["rounds"] = 100_000
+    # 2 x 100000 x 3 x 8 x 4 = 19.2e6 gradients = 1920 s = 32 minutes
+    assert Plan(cfg, PAPER).run_resources("cpesph_fixed")["runtime"] == 42
+
+
+# ---- figures: labels, styles and order from the declarations --------------------------------
+def test_figure_labels_and_metric_labels():
+    assert figures.method_label(("rfedags", 4, None)) == "RFedAGS-K=4"
+    assert figures.method_label(("rfedags", 4, 10)) == "RFedAGS-K=4, s=10"
+    assert figures.method_label(("rlbfgs", None, None)) == "RLBFGS"
+    assert figures.metric_label("excess_risk") == "excess risk $F(x_t) - F(x^*)$"
+    assert figures.metric_label("test_nmse", ["school"]) == "test NMSE"
+    assert figures.metric_label("subspace_dist", ["multitask"]) == r"dist$(\mathcal{U}_t, \mathcal{U}^*)$"
+    assert figures.metric_label("unknown_metric", ["cpesph"]) == "unknown_metric"
+
+
+def test_styles_colour_by_K_only_methods_without_their_own_colour():
+    keys = [("rfedags", 1, None), ("rfedags", 4, None), ("rfedavg", 4, None), ("rfedags", 10, None),
+            ("rsd", None, None), ("rfedproj", 5, None)]
+    styles = figures._styles(keys)
+    viridis = {K: plt.cm.viridis(i / 2 * 0.9) for i, K in enumerate([1, 4, 10])}   # not rfedproj's 5
+    assert styles[("rfedags", 1, None)] == {"color": viridis[1], "ls": "-"}
+    assert styles[("rfedags", 10, None)] == {"color": viridis[10], "ls": "-"}
+    assert styles[("rfedavg", 4, None)] == {"color": viridis[4], "ls": "--"}
+    assert styles[("rsd", None, None)] == {"color": "tab:red", "ls": ":"}
+    # rfedproj has its own colour; its K does not enter the colour scale
+    assert styles[("rfedproj", 5, None)] == {"color": "tab:cyan", "ls": "-."}
+    assert figures._styles([("rfedags", 1, None), ("rfedags", 4, None)])[("rfedags", 4, None)]["color"] \
+        == plt.cm.viridis(0.9)
+
+
+def test_runs_are_grouped_in_legend_order(tmp_path):
+    tables = []
+    for i, (name, K) in enumerate([("rlbfgs", None), ("rfedavg", 5), ("rfedags", 10), ("rfedags", 1),
+                                   ("rfedsvrg", 5), ("rsd", None)]):
+        path = tmp_path / f"r{i}.csv"
+        pd.DataFrame({"round": [0], "excess_risk": [1.0], "status": ["ok"]}).to_csv(path, index=False)
+        io.write_json(figures.meta_path(path), {"spec": {"algorithm": {"name": name, "K": K},
+                                                         "dataset": {"problem": "kpca"}}})
+        tables.append(path)
+    groups, problems = figures._load_runs(tables)
+    assert [k[:2] for k in groups] == [("rfedags", 1), ("rfedags", 10), ("rfedavg", 5), ("rfedsvrg", 5),
+                                       ("rsd", None), ("rlbfgs", None)]
+    assert problems == ["kpca"]
+
+
+# ---- Snakemake's linter ---------------------------------------------------------------------
+@pytest.mark.skipif(SNAKEMAKE is None, reason="needs snakemake")
+@pytest.mark.parametrize("configfile", ["config/config.yaml", "config/smoke.yaml"])
+def test_snakemake_lint_is_clean(tmp_path, configfile):
+    for item in WORKFLOW:
+        (shutil.copytree if (REPO / item).is_dir() else shutil.copy2)(REPO / item, tmp_path / item)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p))
+    env.pop("SNAKEMAKE_PROFILE", None)
+    r = subprocess.run([SNAKEMAKE, "--lint", "--configfile", configfile], cwd=tmp_path, env=env,
+                       capture_output=True, text=True, timeout=300)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0 and "Lints for" not in out, out[-5000:]
