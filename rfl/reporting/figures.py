@@ -28,27 +28,10 @@ LOG_METRICS = {"excess_risk", "grad_norm", "dist_to_opt", "subspace_dist"}
 K_FALLBACK_COLOR = "tab:blue"   # a method coloured by K that has no K
 
 
-# TEMP until declarations merge: today's declarations, for _algorithm and _metric_labels.
-_TODAY_ALGORITHMS = {
-    name: SimpleNamespace(name=name, label=label, style={"color": color, "ls": ls}, plot_order=i,
-                          federated=federated)
-    for i, (name, label, color, ls, federated) in enumerate([
-        ("rfedags", "RFedAGS", None, "-", True), ("rfedavg", "RFedAvg", None, "--", True),
-        ("rfedsvrg", "RFedSVRG", "tab:purple", "-.", True), ("rfedproj", "RFedProj", "tab:cyan", "-.", True),
-        ("fedavg", "FedLSA (FedAvg)", None, "-", True), ("scafflsa", "SCAFFLSA", "tab:green", "-.", True),
-        ("rsd", "RSD", "tab:red", ":", False), ("rcg", "RCG", "tab:orange", ":", False),
-        ("rlbfgs", "RLBFGS", "tab:brown", ":", False)])}
-_TODAY_METRIC_LABELS = {"test_nmse": "test NMSE", "subspace_dist": r"dist$(\mathcal{U}_t, \mathcal{U}^*)$"}
-
-
 def _algorithm(name: str):
     """The declarations of algorithm ``name``: ``label``, ``style`` ({"color": colour or None
     (= by K), "ls": ...}), ``plot_order`` (legend order), ``federated``."""
-    # TEMP until declarations merge: the registry's classes declare these on the algorithms branch.
-    cls = ALGORITHMS.get(name)
-    if cls is not None and hasattr(cls, "plot_order"):
-        return cls
-    return _TODAY_ALGORITHMS[name]
+    return ALGORITHMS[name]
 
 
 def _metric_labels(problem: str) -> dict:

@@ -185,7 +185,8 @@ def draw(runs: list[dict], setting: str, out_pdf) -> None:
 
     by_H = [Line2D([], [], color=colors[H], lw=2, label=f"H = {H}") for H in Hs]
     by_style = [Line2D([], [], color="k", ls=ls, lw=1.2, label=label)
-                for ls, label in (("-", algorithm_label(FEDLSA)), ("--", algorithm_label(SCAFFLSA)),
+                # on the LSA field FedAvg is FedLSA, the name the study compares under
+                for ls, label in (("-", "FedLSA"), ("--", algorithm_label(SCAFFLSA)),
                                   (":", "predicted FedLSA bias"))]
     axes[0][0].add_artist(axes[0][0].legend(handles=by_H, fontsize=7, loc="lower left"))
     axes[0][0].legend(handles=by_style, fontsize=7, loc="lower center")
