@@ -8,6 +8,10 @@ from rfl import io
 from rfl.workflow import LIGHT, Plan, alternatives, pinned
 
 
+# Snakemake's YAML reader keeps the last of two equal keys; read the config files again with
+# rfl's, which refuses that (and recursive aliases, alias bombs, deep nesting), naming the file.
+for _configfile in workflow.configfiles:
+    io.read_yaml(_configfile)
 # Clear, key-naming errors first (schema + semantic checks), then Snakemake's own check.
 config = rflconfig.validate(config)
 validate(config, "../config/schema.yaml")
