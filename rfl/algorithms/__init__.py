@@ -19,5 +19,11 @@ FEDERATED = {"rfedags": RFedAGS, "rfedavg": RFedAvg, "fedavg": FedAvg, "rfedsvrg
              "rfedproj": RFedProj, "scafflsa": SCAFFLSA}
 CENTRALIZED = {"rsd": RSD, "rcg": RCG, "rlbfgs": RLBFGS}
 
+from rfl.registry import ALGORITHMS  # noqa: E402
+
+# registered by declaration once the strategies declare themselves
+for _cls in (RFedAGS, RFedAvg, RFedSVRG, RFedProj, FedAvg, SCAFFLSA, RSD, RCG, RLBFGS):
+    ALGORITHMS.add(_cls)
+
 __all__ = ["AgentSampler", "CENTRALIZED", "Counters", "RCG", "RLBFGS", "RSD", "Decaying", "FEDERATED", "FedAvg", "FederatedAlgorithm",
            "Fixed", "RFedAGS", "RFedAvg", "RFedProj", "RFedSVRG", "SCAFFLSA", "STEP_RULES", "make_step_size"]

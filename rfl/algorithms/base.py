@@ -38,6 +38,10 @@ class FederatedAlgorithm:
     """
 
     name = "federated"
+    federated = True
+    requires = frozenset()
+    fields = frozenset({"gradient"})
+    options = {}
 
     def __init__(self, problem: Problem, step_size, K: int, batch_size: int,
                  participation: int | None = None):

@@ -188,6 +188,10 @@ class _PymanoptSolver:
     """Common driver: pooled pymanopt problem, counters, lock-step worker thread."""
 
     name = "pymanopt"
+    federated = False
+    requires = frozenset()
+    fields = frozenset({"gradient"})
+    options = {}
 
     def __init__(self, problem: Problem, tolerance: float = 1e-6, min_step_size: float = 1e-10,
                  max_time: float = np.inf, line_searcher=None):
@@ -301,6 +305,7 @@ class RSD(_PymanoptSolver):
     """
 
     name = "rsd"
+    label = "RSD"
 
     def _default_searcher(self):
         from pymanopt.optimizers.line_search import BackTrackingLineSearcher
@@ -324,6 +329,7 @@ class RCG(_PymanoptSolver):
     """
 
     name = "rcg"
+    label = "RCG"
 
     def __init__(self, problem: Problem, tolerance: float = 1e-6, min_step_size: float = 1e-10,
                  max_time: float = np.inf, line_searcher=None, beta_rule: str = "HestenesStiefel",

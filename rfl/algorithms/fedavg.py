@@ -9,6 +9,9 @@ class FedAvg(FederatedAlgorithm):
     """x^j_{t,k} = x^j_{t,k-1} - alpha_t * (mini-batch gradient); x_{t+1} = sum_j p_j x^j_{t,K}."""
 
     name = "fedavg"
+    label = "FedLSA (FedAvg)"
+    requires = frozenset({"flat"})
+    fields = frozenset({"gradient", "linear_field"})
 
     def __init__(self, problem, *args, **kwargs):
         if problem.manifold.name != "euclidean":

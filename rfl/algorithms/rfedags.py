@@ -19,6 +19,7 @@ class RFedAGS(FederatedAlgorithm):
     """
 
     name = "rfedags"
+    label = "RFedAGS"
 
     def round(self, x_t, t, sampler):
         m = self.manifold

@@ -14,6 +14,8 @@ class RFedAvg(FederatedAlgorithm):
     """
 
     name = "rfedavg"
+    label = "RFedAvg"
+    requires = frozenset({"tangent_mean"})
 
     def round(self, x_t, t, sampler):
         m = self.manifold

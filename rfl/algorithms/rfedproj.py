@@ -48,6 +48,9 @@ class RFedProj(FederatedAlgorithm):
     """
 
     name = "rfedproj"
+    label = "RFedProj"
+    requires = frozenset({"nearest_point"})
+    options = {"server_step": {"type": "number", "exclusiveMinimum": 0, "default": 1.0, "description": "RFedProj's server step size eta_g (default 1)."}}
 
     def __init__(self, problem, step_size, K, batch_size, participation=None,
                  server_step: float = 1.0):

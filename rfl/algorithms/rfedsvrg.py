@@ -34,6 +34,8 @@ class RFedSVRG(FederatedAlgorithm):
     """
 
     name = "rfedsvrg"
+    label = "RFedSVRG"
+    requires = frozenset({"tangent_mean"})
 
     def __init__(self, problem, step_size, K, batch_size, participation=None):
         super().__init__(problem, step_size, K, batch_size, participation)

@@ -62,6 +62,11 @@ class RLBFGS:
     """
 
     name = "rlbfgs"
+    label = "RLBFGS"
+    federated = False
+    requires = frozenset()
+    fields = frozenset({"gradient"})
+    options = {}
 
     def __init__(self, problem: Problem, memory: int = 30, tolerance: float = 1e-6,
                  max_iterations: int = 1000, *, contraction: float = 0.5,

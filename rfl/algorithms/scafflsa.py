@@ -50,6 +50,9 @@ class SCAFFLSA(FederatedAlgorithm):
     """
 
     name = "scafflsa"
+    label = "SCAFFLSA"
+    requires = frozenset({"flat"})
+    fields = frozenset({"gradient", "linear_field"})
 
     def __init__(self, problem, *args, **kwargs):
         if problem.manifold.name != "euclidean":
