@@ -9,6 +9,7 @@ risk (5.1) of the paper; with equal N_j it is (1/S) sum_j f_j.
 from __future__ import annotations
 
 import abc
+import inspect
 
 import numpy as np
 
@@ -64,7 +65,8 @@ class Problem(abc.ABC):
         super().__init_subclass__(**kwargs)
         if "name" not in cls.__dict__:
             return
-        missing = [m for m in REGISTERED_REQUIRES if getattr(cls, m) is getattr(Problem, m)]
+        missing = [m for m in REGISTERED_REQUIRES
+                   if inspect.getattr_static(cls, m) is inspect.getattr_static(Problem, m)]
         manifold_class = getattr(cls, "manifold_class", None)
         if not (isinstance(manifold_class, type) and issubclass(manifold_class, Manifold)):
             missing.append("manifold_class (a Manifold subclass)")
@@ -80,6 +82,15 @@ class Problem(abc.ABC):
         """The arrays of one data instance: ``rng`` the data stream, ``inputs`` the paths of
         ``raw_inputs``, ``params`` a dataset's params (valid under ``params_schema``)."""
         raise NotImplementedError
+
+    @classmethod
+    def find_raw_inputs(cls) -> list:
+        """Paths of ``raw_inputs`` already on this machine (no download), in their order, for
+        tests and benchmarks; raises FileNotFoundError saying how to provide them."""
+        if cls.raw_inputs:
+            raise FileNotFoundError(f"problem {cls.name!r} reads {', '.join(cls.raw_inputs)} and "
+                                    f"does not say where to find them")
+        return []
 
     @classmethod
     def check_params(cls, params: dict) -> list[tuple[str, str]]:

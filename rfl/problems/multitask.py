@@ -540,6 +540,20 @@ class SchoolMultitask(MultitaskFeatures):
         return {k: np.asarray(v) for k, v in split.items()}
 
     @classmethod
+    def find_raw_inputs(cls):
+        """ILEA567.DAT in the mirror named by $RFL_SCHOOL_MIRROR (``rfl.data.school``)."""
+        import os
+        from pathlib import Path
+
+        mirror = os.environ.get(school.MIRROR_ENV, "").strip()
+        found = school._find_in_mirror(Path(mirror)) if mirror else None
+        if found is None:
+            raise FileNotFoundError(f"the School data: set {school.MIRROR_ENV} to a directory "
+                                    f"holding {school.ILEA_FILENAME} (or raw/{school.ILEA_FILENAME}), "
+                                    f"e.g. shared/datasets/school; got {mirror or 'nothing'}")
+        return [found]
+
+    @classmethod
     def check_params(cls, params):
         """S*N tasks from the 139 schools."""
         if params["S"] * params["N"] > 139:

@@ -1,0 +1,1 @@
+"""Shared test contracts and reference implementations for rfl components and plug-ins."""
