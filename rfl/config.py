@@ -4,7 +4,14 @@
 what a schema cannot express (a batch no larger than the local data, participation no larger
 than S, geometry the manifold offers, references between datasets, experiments, figures and
 tables). Every error names the key, the bad value and what is allowed, and is raised before
-any job starts. ``expand_runs`` turns experiments into one spec per run:
+any job starts.
+
+No name of a component is listed here: the registries (``rfl.registry``) give the problem and
+algorithm names, and the components' declarations the rest: a dataset's params are checked
+against its problem's ``params_schema`` and ``check_params``; a method against its
+algorithm's ``federated``, ``options`` (a JSON schema per option), ``requires`` (capabilities
+the problem's ``manifold_class.offers``) and ``fields`` (which must contain the problem's
+``field``); a figure's metrics against the base metrics and the problem's ``metrics``. ``expand_runs`` turns experiments into one spec per run:
 (experiment, algorithm, K, participation, seed).
 """
 
@@ -129,8 +136,8 @@ NEEDS = {
     "log": ("a closed-form Log", "{manifold} has none"),
     "tangent_mean": ("to aggregate by the tangent mean, which needs a closed-form Log or an "
                      "inverse retraction", "{manifold} with retraction {retraction!r} has neither"),
-    "nearest_point": ("a compact embedded manifold with a Euclidean projection (sphere, "
-                      "stiefel)", "{manifold} has none"),
+    "nearest_point": ("a compact embedded manifold with a Euclidean projection (its nearest "
+                      "point)", "{manifold} has none"),
 }
 #: what each kind of local field (``Problem.field``) is, for messages
 FIELD_TEXT = {
@@ -194,7 +201,7 @@ def _method_errors(m: dict, here: list, cls, ds_name: str, retraction, n_agents:
     if cls.field not in alg.fields:
         msgs.append(f"config key {_key(here + ['algorithm'])}: {name!r} does not apply to problem "
                     f"{cls.name!r} (its local field is {FIELD_TEXT.get(cls.field, cls.field)}; "
-                    f"{name} follows {', '.join(sorted(alg.fields))}); allowed here: "
+                    f"{name} follows only: {', '.join(sorted(alg.fields))}); allowed here: "
                     f"{', '.join(_applicable(cls, retraction))}")
     s = m.get("participation")
     if s is not None and s > n_agents:
@@ -373,7 +380,8 @@ def dataset_instances(config: dict) -> list[tuple[str, str]]:
 
 
 def expand_runs(config: dict) -> list[dict]:
-    """One spec per (experiment, method, K, seed), in config order."""
+    """One spec per (experiment, method, K, seed), in config order; the options a method sets
+    (those its algorithm declares) go into the spec's ``algorithm``."""
     runs = []
     for ename, exp in config["experiments"].items():
         for m in exp["methods"]:
