@@ -84,13 +84,8 @@ def paper_arrays(name: str, instance: str = "0") -> dict:
 
 
 def generate(kind: str, rng, *inputs, **params) -> dict:
-    """The arrays of problem ``kind``'s generator (the problem's own ``generate`` where it
-    declares one, else the generators table of ``rfl.data``)."""
-    own = getattr(PROBLEMS[kind], "generate", None)
-    if own is not None:
-        return own(rng, *inputs, **params)
-    from rfl.data import generators
-    return generators.GENERATORS[kind](rng, *inputs, **params)
+    """The arrays of problem ``kind``'s generator."""
+    return PROBLEMS[kind].generate(rng, *inputs, **params)
 
 
 def problem_kind(name: str) -> str:

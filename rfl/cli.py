@@ -117,20 +117,20 @@ def read_spec(path, command: str) -> dict:
         raise SpecError(f"{path}: a spec must be a JSON object, got {type(spec).__name__}")
     _check_keys(spec, _SPEC_KEYS.get(command, {}), str(path))
     if command in ("data", "reference", "run"):
-        from rfl.data.generators import GENERATORS
+        from rfl.registry import PROBLEMS
 
         problem = (spec["dataset"] if command == "run" else spec)["problem"]
-        if problem not in GENERATORS:
+        if problem not in PROBLEMS:
             raise SpecError(f"{path}: problem {problem!r} is unknown; allowed: "
-                            f"{', '.join(GENERATORS)}")
+                            f"{', '.join(PROBLEMS.names())}")
     if command == "run":
-        from rfl.algorithms import CENTRALIZED, FEDERATED
+        from rfl.registry import ALGORITHMS
 
         name = spec["algorithm"]["name"]
-        if name not in CENTRALIZED and name not in FEDERATED:
+        if name not in ALGORITHMS:
             raise SpecError(f"{path}: algorithm {name!r} is unknown; allowed: "
-                            f"{', '.join(list(FEDERATED) + list(CENTRALIZED))}")
-        if name in FEDERATED:
+                            f"{', '.join(ALGORITHMS.names())}")
+        if ALGORITHMS[name].federated:
             _check_keys(spec, _FEDERATED, str(path))
     if command == "fetch-school" and not isinstance(spec.get("mirror"), (str, type(None))):
         raise SpecError(f"{path}: key 'mirror' must be a string or null, "
@@ -224,10 +224,13 @@ def main(argv: list[str] | None = None) -> int:
                 raise ConfigError(f"{args.config}: not valid YAML (not UTF-8 text)") from None
             print(f"{args.config}: valid")
         elif args.command == "data":
+            from rfl.registry import PROBLEMS
             from rfl.runner import generate_data
-            if spec["problem"] == "school" and not args.inputs:
-                raise SpecError(f"{args.spec}: problem 'school' reads the raw ILEA567.DAT; "
-                                f"pass it after OUT.npz")
+            raw = PROBLEMS[spec["problem"]].raw_inputs
+            if len(args.inputs) != len(raw):
+                raise SpecError(f"{args.spec}: problem {spec['problem']!r} reads "
+                                f"{len(raw)} raw file(s) ({', '.join(raw) or 'none'}), got "
+                                f"{len(args.inputs)}; pass them after OUT.npz, in that order")
             generate_data(spec, args.out, args.inputs)
         elif args.command == "reference":
             from rfl.runner import compute_reference

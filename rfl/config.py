@@ -4,7 +4,14 @@
 what a schema cannot express (a batch no larger than the local data, participation no larger
 than S, geometry the manifold offers, references between datasets, experiments, figures and
 tables). Every error names the key, the bad value and what is allowed, and is raised before
-any job starts. ``expand_runs`` turns experiments into one spec per run:
+any job starts.
+
+No name of a component is listed here: the registries (``rfl.registry``) give the problem and
+algorithm names, and the components' declarations the rest: a dataset's params are checked
+against its problem's ``params_schema`` and ``check_params``; a method against its
+algorithm's ``federated``, ``options`` (a JSON schema per option), ``requires`` (capabilities
+the problem's ``manifold_class.offers``) and ``fields`` (which must contain the problem's
+``field``); a figure's metrics against the base metrics and the problem's ``metrics``. ``expand_runs`` turns experiments into one spec per run:
 (experiment, algorithm, K, participation, seed).
 """
 
@@ -18,13 +25,10 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-from rfl.problems import PROBLEMS
+from rfl.registry import ALGORITHMS, PROBLEMS
 
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "config" / "schema.yaml"
-FEDERATED_NAMES = ("rfedags", "rfedavg", "fedavg", "rfedsvrg", "rfedproj", "scafflsa")
-TANGENT_MEAN_NAMES = ("rfedavg", "rfedsvrg")
-CENTRALIZED_NAMES = ("rsd", "rcg", "rlbfgs")
-LSA_NAMES = ("fedavg", "scafflsa")      # FedLSA (FedAvg on the LSA field) and SCAFFLSA
+#: the metric columns of every run table (``rfl.runner.COLUMNS``); a problem adds its ``metrics``
 BASE_METRICS = ("excess_risk", "grad_norm", "dist_to_opt", "cost")
 
 
@@ -42,7 +46,13 @@ def _schema_text(path: str) -> str:
 
 
 def load_schema(path: str | Path = SCHEMA_PATH) -> dict:
-    return yaml.safe_load(_schema_text(str(path)))
+    """The workflow schema with the names of the registries as enums: an unknown problem or
+    algorithm is reported with the schema's other errors, naming what is allowed."""
+    schema = yaml.safe_load(_schema_text(str(path)))
+    defs = schema["$defs"]
+    defs["dataset"]["properties"]["problem"]["enum"] = PROBLEMS.names()
+    defs["method"]["properties"]["algorithm"]["enum"] = ALGORITHMS.names()
+    return schema
 
 
 def _is_integer(checker, instance) -> bool:
@@ -105,108 +115,99 @@ def _schema_errors(config: dict, schema: dict) -> list[str]:
 
 
 def _dataset_errors(config: dict, schema: dict) -> list[str]:
+    """Each dataset's params against its problem's ``params_schema``, then its ``check_params``."""
     msgs = []
     for name, ds in config["datasets"].items():
-        sub = schema["$defs"][f"{ds['problem']}_params"]
+        sub = PROBLEMS[ds["problem"]].params_schema
         for err in _Validator(sub).iter_errors(ds["params"]):
             msgs.append(_describe(err, ["datasets", name, "params"]))
     if msgs:
         return msgs
     for name, ds in config["datasets"].items():
-        for key, problem in _data_constraints(ds["problem"], ds["params"]):
+        for key, problem in PROBLEMS[ds["problem"]].check_params(ds["params"]):
             msgs.append(f"config key datasets.{name}.params.{key}: {problem}")
     return msgs
 
 
-def _data_constraints(problem: str, p: dict) -> list[tuple[str, str]]:
-    """Relations between data parameters that the data generators need (checked up front)."""
-    out = []
-    if problem == "cpesph" and p["N"] < p["d"] + 1:
-        out.append(("N", f"{p['N']} is smaller than d+1 = {p['d'] + 1} (U_i needs orthonormal "
-                         f"columns); allowed: N >= {p['d'] + 1}"))
-    if problem == "mbcfsti" and p["p"] > p["d"]:
-        out.append(("p", f"{p['p']} is larger than d = {p['d']}; allowed: 1..{p['d']}"))
-    if problem == "multitask":
-        d_min, d_max = p.get("d_min", 10), p.get("d_max", 50)
-        if p["r"] > p["m"]:
-            out.append(("r", f"{p['r']} is larger than m = {p['m']}; allowed: 1..{p['m']}"))
-        if d_min > d_max:
-            out.append(("d_min", f"{d_min} is larger than d_max = {d_max}; allowed: d_min <= d_max"))
-        elif p.get("lam", 0.0) == 0 and d_min < p["r"]:
-            out.append(("d_min", f"{d_min} is smaller than r = {p['r']} with lam = 0 (the "
-                                 f"least-squares fit of a task needs at least r rows); allowed: "
-                                 f"d_min >= {p['r']}, or lam > 0"))
-    if problem == "school" and p["S"] * p["N"] > 139:
-        out.append(("S", f"S*N = {p['S'] * p['N']} tasks, but the School data have 139 schools; "
-                         f"allowed: S*N <= 139"))
-    if problem == "kpca":
-        from rfl.data.kpca import POOL_SIZE
-        n = p.get("n_per_agent", POOL_SIZE // p["S"])
-        if p["S"] * n > POOL_SIZE:
-            out.append(("n_per_agent", f"S*n_per_agent = {p['S'] * n} images, but the class-balanced "
-                                       f"digits pool holds {POOL_SIZE}; allowed: "
-                                       f"n_per_agent <= {POOL_SIZE // p['S']}"))
-    if problem == "lsa":
-        out.extend(_lsa_constraints(p))
-    if problem == "cfmspd":
-        rate = _cfmspd_acceptance(p["d"], p.get("D_W", 1.0))
-        need = p["S"] * p["N"]
-        if rate * 1e7 < 10 * need:
-            out.append(("D_W", f"{p.get('D_W', 1.0)} with d = {p['d']}: the rejection sampler keeps "
-                               f"about {rate:.1e} of its Wishart draws, too few for S*N = {need} "
-                               f"samples within 10^7 draws; allowed: a larger D_W or a smaller d"))
-    return out
+#: what a strategy that requires a manifold capability (``Manifold.CAPABILITIES``) needs, and
+#: what a manifold without it lacks ({manifold}, {retraction}), for messages
+NEEDS = {
+    "flat": ("a Euclidean problem", "{manifold} is not flat"),
+    "log": ("a closed-form Log", "{manifold} has none"),
+    "tangent_mean": ("to aggregate by the tangent mean, which needs a closed-form Log or an "
+                     "inverse retraction", "{manifold} with retraction {retraction!r} has neither"),
+    "nearest_point": ("a compact embedded manifold with a Euclidean projection (its nearest "
+                      "point)", "{manifold} has none"),
+}
+#: what each kind of local field (``Problem.field``) is, for messages
+FIELD_TEXT = {
+    "gradient": "the Riemannian gradient of a cost",
+    "linear_field": "a linear field A(Z) theta - b(Z), which is not a gradient",
+}
+#: a method's keys besides the options its algorithm declares
+METHOD_KEYS = ("algorithm", "K", "participation")
 
 
-def _lsa_constraints(p: dict) -> list[tuple[str, str]]:
-    """Federated TD(0) data: N >= 2 for two MDPs, a Garnet draw the generator can make."""
-    from rfl.data.garnet import MAX_REDRAWS
-
-    out = []
-    n_states, n_actions = p.get("n_states", 30), p.get("n_actions", 2)
-    branching, d = p.get("branching", 2), p.get("n_features", 8)
-    if p["setting"] == "heterogeneous" and p["n_agents"] < 2:
-        out.append(("n_agents", f"{p['n_agents']} agent(s), but the heterogeneous setting draws "
-                                f"agents from two MDPs; allowed: n_agents >= 2"))
-    if p.get("oracle", "pool") == "exact" and "pool" in p:
-        out.append(("pool", "the exact oracle (A_bar_c, b_bar_c) draws no transitions; allowed: "
-                            "pool only with oracle 'pool'"))
-    if branching > n_states:
-        out.append(("branching", f"{branching} successors per (s, a), but only n_states = "
-                                 f"{n_states} states; allowed: 1..{n_states}"))
-    elif d > n_states:
-        out.append(("n_features", f"{d} features on n_states = {n_states} states: A_bar_c would be "
-                                  f"singular; allowed: 1..{n_states}"))
-    else:
-        n_bases = 2 if p["setting"] == "heterogeneous" else 1
-        rate = _garnet_admissible(n_states, n_actions, branching, d, n_bases)
-        if rate * MAX_REDRAWS < 10:
-            out.append(("n_features", f"{d} features with n_states = {n_states}, branching = "
-                                      f"{branching}: only {rate:.1%} of Garnet draws have a closed "
-                                      f"class spanned by the features (nonsingular A_bar_c), too few "
-                                      f"within the generator's {MAX_REDRAWS} draws; allowed: fewer "
-                                      f"features or more states"))
-    return out
+def _algorithm(name: str):
+    """The class of a registered algorithm (``rfl.registry.ALGORITHMS``)."""
+    return ALGORITHMS[name]
 
 
-@functools.lru_cache(maxsize=64)
-def _garnet_admissible(n_states: int, n_actions: int, branching: int, d: int, n_bases: int) -> float:
-    """Admissible fraction of Garnet draws, from a fixed pilot (deterministic)."""
-    from rfl.data.garnet import admissible_rate
-
-    return admissible_rate(n_states, n_actions, branching, d, n_bases)
+def _offered(alg, manifold_class, retraction) -> list[str]:
+    """The capabilities ``alg`` requires that ``manifold_class`` (with ``retraction``) lacks."""
+    return [cap for cap in sorted(alg.requires) if not manifold_class.offers(cap, retraction)]
 
 
-@functools.lru_cache(maxsize=32)
-def _cfmspd_acceptance(d: int, D_W: float) -> float:
-    """Acceptance rate of the CFMSPD sampler, from a fixed pilot of 20000 draws (deterministic)."""
-    import numpy as np
+def _applicable(problem_cls, retraction) -> list[str]:
+    """Algorithms whose requirements the problem's manifold meets and that follow its field."""
+    return [name for name, a in ALGORITHMS.items()
+            if problem_cls.field in a.fields and not _offered(a, problem_cls.manifold_class, retraction)]
 
-    from rfl.data.cfmspd import distance_to_identity, wishart
 
-    with np.errstate(all="ignore"):
-        z = wishart(np.random.default_rng(0), d, 20000)
-        return float(np.mean(distance_to_identity(z) < D_W))
+def _method_errors(m: dict, here: list, cls, ds_name: str, retraction, n_agents: int) -> list[str]:
+    """One method of an experiment: its keys, its options and whether it applies."""
+    msgs = []
+    name = m["algorithm"]
+    alg = _algorithm(name)
+    federated_names = [n for n, a in ALGORITHMS.items() if a.federated]
+    if alg.federated and "K" not in m:
+        msgs.append(f"config key {_key(here + ['K'])}: missing; {name} needs a list of local "
+                    f"step counts K >= 1")
+    if not alg.federated:
+        for key in ("K", "participation"):
+            if key in m:
+                msgs.append(f"config key {_key(here + [key])}: {name} is centralised and takes "
+                            f"no {key}; allowed only with {', '.join(federated_names)}")
+    options = dict(alg.options)
+    for key in m:
+        if key in METHOD_KEYS or key in options:
+            continue
+        takers = [n for n, a in ALGORITHMS.items() if key in a.options]
+        where = (f"{key!r} is an option of {', '.join(takers)}, " if takers
+                 else f"{key!r} is no option of any algorithm, ")
+        msgs.append(f"config key {_key(here + [key])}: {where}{name} does not take it; allowed "
+                    f"for {name}: {', '.join(list(METHOD_KEYS) + list(options))}")
+    for key, sub in options.items():
+        if key in m:
+            for err in _Validator(sub).iter_errors(m[key]):
+                msgs.append(_describe(err, here + [key]))
+    manifold = cls.manifold_class
+    for cap in _offered(alg, manifold, retraction):
+        need, lack = NEEDS.get(cap, (f"the manifold capability {cap!r}", "{manifold} lacks it"))
+        lack = lack.format(manifold=manifold.name, retraction=retraction or manifold.RETRACTIONS[0])
+        msgs.append(f"config key {_key(here + ['algorithm'])}: {name!r} needs {need}; dataset "
+                    f"{ds_name!r} lives on {manifold.name}: {lack}; allowed here: "
+                    f"{', '.join(_applicable(cls, retraction))}")
+    if cls.field not in alg.fields:
+        msgs.append(f"config key {_key(here + ['algorithm'])}: {name!r} does not apply to problem "
+                    f"{cls.name!r} (its local field is {FIELD_TEXT.get(cls.field, cls.field)}; "
+                    f"{name} follows only: {', '.join(sorted(alg.fields))}); allowed here: "
+                    f"{', '.join(_applicable(cls, retraction))}")
+    s = m.get("participation")
+    if s is not None and s > n_agents:
+        msgs.append(f"config key {_key(here + ['participation'])}: {s} is larger than the "
+                    f"number of agents S={n_agents}; allowed: 1..{n_agents}")
+    return msgs
 
 
 def _experiment_errors(config: dict) -> list[str]:
@@ -221,65 +222,30 @@ def _experiment_errors(config: dict) -> list[str]:
         ds = datasets[exp["dataset"]]
         cls = PROBLEMS[ds["problem"]]
         sizes = cls.local_sizes_from(ds["params"])
-        federated = [m for m in exp["methods"] if m["algorithm"] in FEDERATED_NAMES]
+        federated = [m for m in exp["methods"] if _algorithm(m["algorithm"]).federated]
         if federated:
             for key in ("batch_size", "step"):
                 if key not in exp:
                     msgs.append(f"config key {_key(where + [key])}: missing; federated methods "
                                 f"({', '.join(sorted({m['algorithm'] for m in federated}))}) need it")
             if "batch_size" in exp and exp["batch_size"] > min(sizes):
-                why = (" (the exact LSA oracle evaluates A_bar_c theta - b_bar_c once per local step)"
-                       if ds["problem"] == "lsa" and ds["params"].get("oracle") == "exact" else "")
+                why = cls.local_sizes_note(ds["params"])
                 msgs.append(f"config key {_key(where + ['batch_size'])}: {exp['batch_size']} is larger "
                             f"than the smallest local data set (N={min(sizes)}) of dataset "
-                            f"{exp['dataset']!r}{why}; allowed: 1..{min(sizes)}")
-        for i, m in enumerate(exp["methods"]):
-            here = where + ["methods", i]
-            alg = m["algorithm"]
-            if alg in FEDERATED_NAMES and "K" not in m:
-                msgs.append(f"config key {_key(here + ['K'])}: missing; {alg} needs a list of local "
-                            f"step counts K >= 1")
-            if alg in CENTRALIZED_NAMES:
-                for key in ("K", "participation"):
-                    if key in m:
-                        msgs.append(f"config key {_key(here + [key])}: {alg} is centralised and takes "
-                                    f"no {key}; allowed only with {', '.join(FEDERATED_NAMES)}")
-            if "server_step" in m and alg != "rfedproj":
-                msgs.append(f"config key {_key(here + ['server_step'])}: only rfedproj takes a "
-                            f"server step; {alg} does not")
-            if alg == "rfedproj" and not cls.manifold_class.offers("nearest_point"):
-                msgs.append(f"config key {_key(here + ['algorithm'])}: 'rfedproj' needs a compact "
-                            f"embedded manifold with a Euclidean projection (sphere, stiefel); "
-                            f"{cls.manifold_class.name} has none")
-            s = m.get("participation")
-            if s is not None and s > len(sizes):
-                msgs.append(f"config key {_key(here + ['participation'])}: {s} is larger than the "
-                            f"number of agents S={len(sizes)}; allowed: 1..{len(sizes)}")
-            retraction = exp.get("geometry", {}).get("retraction")
-            if alg in TANGENT_MEAN_NAMES and not cls.manifold_class.offers("tangent_mean", retraction):
-                msgs.append(f"config key {_key(here + ['algorithm'])}: {alg!r} aggregates by the "
-                            f"tangent mean, which needs a closed-form Log or an inverse retraction; "
-                            f"{cls.manifold_class.name} with retraction "
-                            f"{retraction or cls.manifold_class.RETRACTIONS[0]!r} has neither; "
-                            f"allowed here: rfedags, {', '.join(CENTRALIZED_NAMES)}")
-            if ds["problem"] == "lsa" and alg not in LSA_NAMES:
-                msgs.append(f"config key {_key(here + ['algorithm'])}: {alg!r} does not apply to "
-                            f"problem 'lsa' (its field A(Z) theta - b(Z) is not a gradient); "
-                            f"allowed here: {', '.join(LSA_NAMES)}")
-            if alg == "scafflsa" and cls.manifold_class.name != "euclidean":
-                msgs.append(f"config key {_key(here + ['algorithm'])}: 'scafflsa' needs a Euclidean "
-                            f"problem, dataset {exp['dataset']!r} lives on {cls.manifold_class.name}; "
-                            f"allowed here: rfedags, rfedavg, {', '.join(CENTRALIZED_NAMES)}")
-            if alg == "fedavg" and cls.manifold_class.name != "euclidean":
-                msgs.append(f"config key {_key(here + ['algorithm'])}: 'fedavg' needs a Euclidean "
-                            f"problem, dataset {exp['dataset']!r} lives on {cls.manifold_class.name}; "
-                            f"allowed here: rfedags, rfedavg, {', '.join(CENTRALIZED_NAMES)}")
+                            f"{exp['dataset']!r}{f' ({why})' if why else ''}; "
+                            f"allowed: 1..{min(sizes)}")
         geometry = exp.get("geometry", {})
         for key, allowed in (("retraction", cls.manifold_class.RETRACTIONS),
                              ("transport", cls.manifold_class.TRANSPORTS)):
             if key in geometry and geometry[key] not in allowed:
                 msgs.append(f"config key {_key(where + ['geometry', key])}: {geometry[key]!r} is "
                             f"not available on {cls.manifold_class.name}; allowed: {', '.join(allowed)}")
+        retraction = geometry.get("retraction")
+        if retraction is not None and retraction not in cls.manifold_class.RETRACTIONS:
+            retraction = None          # reported above; judge the methods with the default
+        for i, m in enumerate(exp["methods"]):
+            msgs.extend(_method_errors(m, where + ["methods", i], cls, exp["dataset"], retraction,
+                                       len(sizes)))
     return msgs
 
 
@@ -293,7 +259,7 @@ def _figure_and_table_errors(config: dict) -> list[str]:
                         f"experiment of this config; allowed: {', '.join(exps)}")
             continue
         problem = config["datasets"][exps[fig["experiment"]]["dataset"]]["problem"]
-        allowed = BASE_METRICS + tuple(PROBLEMS[problem].extra_metric_names)
+        allowed = BASE_METRICS + tuple(PROBLEMS[problem].metrics)
         for i, metric in enumerate(fig.get("metrics", ["excess_risk"])):
             if metric not in allowed:
                 msgs.append(f"config key {_key(where + ['metrics', i])}: {metric!r} is not recorded "
@@ -336,7 +302,7 @@ def _figure_and_table_errors(config: dict) -> list[str]:
         if ename not in exps:
             msgs.append(f"config key {_key(where)}: {ename!r} is not an experiment; "
                         f"allowed: {', '.join(exps)}")
-        elif "test_nmse" not in PROBLEMS[config["datasets"][exps[ename]["dataset"]]["problem"]].extra_metric_names:
+        elif "test_nmse" not in PROBLEMS[config["datasets"][exps[ename]["dataset"]]["problem"]].metrics:
             msgs.append(f"config key {_key(where)}: experiment {ename!r} records no test_nmse; "
                         f"Table 2 needs a School experiment")
     return msgs
@@ -398,8 +364,8 @@ def dataset_spec(config: dict, name: str, instance: str) -> dict:
     """Everything ``rfl data`` / ``rfl reference`` need for one data instance."""
     ds = copy.deepcopy(config["datasets"][name])
     spec = {"name": name, "instance": instance, **ds}
-    if ds["problem"] == "school":
-        spec["school"] = copy.deepcopy(config["school"])
+    for raw in PROBLEMS[ds["problem"]].raw_inputs:     # where the raw files come from
+        spec[raw] = copy.deepcopy(config[raw])
     return spec
 
 
@@ -414,11 +380,13 @@ def dataset_instances(config: dict) -> list[tuple[str, str]]:
 
 
 def expand_runs(config: dict) -> list[dict]:
-    """One spec per (experiment, method, K, seed), in config order."""
+    """One spec per (experiment, method, K, seed), in config order; the options a method sets
+    (those its algorithm declares) go into the spec's ``algorithm``."""
     runs = []
     for ename, exp in config["experiments"].items():
         for m in exp["methods"]:
-            federated = m["algorithm"] in FEDERATED_NAMES
+            alg = _algorithm(m["algorithm"])
+            federated = alg.federated
             for K in (m["K"] if federated else [None]):
                 for seed in exp["seeds"]:
                     ds = dataset_spec(config, exp["dataset"],
@@ -427,8 +395,7 @@ def expand_runs(config: dict) -> list[dict]:
                     if federated:
                         algorithm.update(K=K, batch_size=exp["batch_size"],
                                          participation=m.get("participation"))
-                        if "server_step" in m:
-                            algorithm["server_step"] = m["server_step"]
+                    algorithm.update((k, m[k]) for k in alg.options if k in m)
                     runs.append({
                         "experiment": ename,
                         "run_id": run_id(m["algorithm"], K, seed, m.get("participation")),

@@ -26,10 +26,9 @@ import pandas as pd
 
 from rfl import io
 from rfl.algorithms import make_step_size
-from rfl.data.generators import GENERATORS
-from rfl.problems import PROBLEMS
 from rfl.progress import Progress
 from rfl.random import stream
+from rfl.registry import PROBLEMS
 
 COLUMNS = ["round", "cost", "excess_risk", "grad_norm", "dist_to_opt",
            "grad_evals", "floats", "wall_time", "status"]
@@ -81,8 +80,9 @@ def data_stream(dataset: dict) -> np.random.Generator:
 
 
 def generate_data(dataset: dict, out_npz, inputs=()) -> None:
-    """Write the arrays of one data instance (``inputs``: raw files the generator reads)."""
-    arrays = GENERATORS[dataset["problem"]](data_stream(dataset), *inputs, **dataset["params"])
+    """Write the arrays of one data instance (``inputs``: the paths of the problem's
+    ``raw_inputs``, in that order)."""
+    arrays = PROBLEMS[dataset["problem"]].generate(data_stream(dataset), *inputs, **dataset["params"])
     io.write_arrays(out_npz, arrays)
 
 
@@ -149,7 +149,7 @@ def execute(spec: dict, problem, x_star: np.ndarray, F_star: float) -> pd.DataFr
     x0 = problem.initial_point(stream(spec["seed"], "init", spec["dataset"]["name"]))
     rng = stream(spec["seed"], "sampling", spec["experiment"], spec["run_id"])
     algorithm = make_algorithm(spec, problem)
-    extra = list(problem.extra_metric_names)
+    extra = list(problem.metrics)
 
     rows = []
 

@@ -39,21 +39,12 @@ def pinned(command: str) -> str:
 
 def problem_class(problem: str) -> type:
     """The class of ``problem`` (config name) from the problem registry."""
-    # TEMP until declarations merge: problems register themselves in rfl.registry.PROBLEMS
-    # only on the problems branch; before that, rfl.problems.PROBLEMS holds them.
-    cls = PROBLEMS.get(problem)
-    if cls is None:
-        from rfl.problems import PROBLEMS as _DICT
-
-        cls = _DICT[problem]
-    return cls
+    return PROBLEMS[problem]
 
 
 def raw_inputs_of(problem: str) -> tuple[str, ...]:
     """Names of the raw files the generator of ``problem`` reads (its ``raw_inputs``)."""
-    cls = problem_class(problem)
-    # TEMP until declarations merge: Problem.raw_inputs is declared on the problems branch.
-    return getattr(cls, "raw_inputs", ("school",) if cls.name == "school" else ())
+    return problem_class(problem).raw_inputs
 
 
 def alternatives(names) -> str:

@@ -17,8 +17,6 @@ class LeastSquares(Problem):
     (padded arrays, sizes in local_sizes).
     """
 
-    name = "least_squares"
-
     def __init__(self, A, b, sizes):
         self.A, self.b = A, b                      # (S, Nmax, n), (S, Nmax)
         self.local_sizes = np.asarray(sizes)
@@ -29,10 +27,26 @@ class LeastSquares(Problem):
         r = np.einsum("sbn,sn->sb", a, x) - self.b[agents[:, None], batch]
         return np.einsum("sb,sbn->sn", r, a) / batch.shape[1]
 
+    def _mask(self):
+        return np.arange(self.A.shape[1])[None, :] < self.local_sizes[:, None]      # (S, Nmax)
+
+    def local_cost(self, x, agents):
+        """f_j(x_j) = (1/(2 N_j)) sum_i (a_i^T x_j - b_i)^2: x (s, n) -> (s,)."""
+        r = (np.einsum("sin,sn->si", self.A[agents], x) - self.b[agents]) * self._mask()[agents]
+        return 0.5 * (r**2).sum(axis=1) / self.local_sizes[agents]
+
+    def local_egrad(self, x, agents):
+        """(1/N_j) A_j^T (A_j x_j - b_j): x (s, n) -> (s, n)."""
+        r = (np.einsum("sin,sn->si", self.A[agents], x) - self.b[agents]) * self._mask()[agents]
+        return np.einsum("si,sin->sn", r, self.A[agents]) / self.local_sizes[agents, None]
+
     def cost(self, x):
-        mask = np.arange(self.A.shape[1])[None, :] < self.local_sizes[:, None]
-        r = (self.A @ x - self.b) * mask
+        r = (self.A @ x - self.b) * self._mask()
         return float(0.5 * (r**2).sum() / self.local_sizes.sum())
+
+    def egrad(self, x):
+        r = (self.A @ x - self.b) * self._mask()
+        return np.einsum("si,sin->n", r, self.A) / self.local_sizes.sum()
 
 
 @pytest.fixture

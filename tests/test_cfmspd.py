@@ -127,18 +127,6 @@ def test_costs_are_means_of_squared_distances(data):
     np.testing.assert_allclose(p.local_egrad(xs, np.arange(S)).mean(0), p.egrad(x), atol=1e-13)
 
 
-def test_batched_minibatch_gradient_equals_per_agent_loop(data):
-    p = CFMSPD(data)
-    rng = np.random.default_rng(3)
-    agents = np.array([2, 0, 2, 1])                      # a repeated agent too
-    x = p.manifold.random_point(rng, agents.size)
-    batch = np.stack([rng.choice(N, 4, replace=False) for _ in agents])
-    g = p.minibatch_egrad(x, agents, batch)
-    for r in range(agents.size):
-        gr = p.minibatch_egrad(x[r:r + 1], agents[r:r + 1], batch[r:r + 1])[0]
-        np.testing.assert_allclose(g[r], gr, rtol=0, atol=1e-12)
-
-
 def test_frechet_mean_is_the_minimiser(data):
     """F is 2-geodesically strongly convex (Hadamard manifold), so at a critical point X*
     F(Exp_X*(t u)) >= F(X*) + t^2 ||u||^2 for every unit u and t; grad F(X*) = 0."""

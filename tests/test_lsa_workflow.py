@@ -19,7 +19,7 @@ import pytest
 from rfl import cli, io, runner
 from rfl import config as rflconfig
 from rfl.config import ConfigError
-from rfl.data.generators import GENERATORS
+from rfl.registry import PROBLEMS
 from rfl.problems.lsa import FederatedLSA
 from rfl.reporting import lsa as lsa_report
 from rfl.reporting.reproduction import Report, lsa_section
@@ -122,8 +122,8 @@ def test_lsa_experiments_outside_the_study_may_use_partial_participation():
 def test_generator_draws_the_same_mdps_with_or_without_a_pool():
     """The pools are drawn last: the exact oracle's data (no pool) has the pool data's MDPs."""
     params = dict(setting="heterogeneous", n_agents=4, n_states=10, n_features=3)
-    a = GENERATORS["lsa"](np.random.default_rng(5), oracle="exact", **params)
-    b = GENERATORS["lsa"](np.random.default_rng(5), oracle="pool", pool=30, **params)
+    a = PROBLEMS["lsa"].generate(np.random.default_rng(5), oracle="exact", **params)
+    b = PROBLEMS["lsa"].generate(np.random.default_rng(5), oracle="pool", pool=30, **params)
     for k in ("P", "R", "policy", "phi", "mu", "A_bar", "b_bar", "theta_star"):
         np.testing.assert_array_equal(a[k], b[k])
     assert a["states"].shape == (4, 0) and b["states"].shape == (4, 30)

@@ -105,17 +105,6 @@ def test_costs_are_means_of_brockett_costs(arrays, prob):
                                atol=1e-12)
 
 
-def test_batched_minibatch_gradient_equals_per_agent_loop(prob):
-    rng = np.random.default_rng(3)
-    agents = np.array([1, 2, 1, 0])
-    x = prob.manifold.random_point(rng, agents.size)
-    batch = np.stack([rng.choice(N, 3, replace=False) for _ in agents])
-    g = prob.minibatch_egrad(x, agents, batch)
-    for r in range(agents.size):
-        gr = prob.minibatch_egrad(x[r:r + 1], agents[r:r + 1], batch[r:r + 1])[0]
-        np.testing.assert_allclose(g[r], gr, rtol=0, atol=1e-12)
-
-
 def test_closed_form_optimum(arrays, prob):
     """min tr(X^T A X H) over St(p, d) = sum_k mu_k lambda_k (lambda ascending, mu descending),
     attained at the eigenvectors of the p smallest eigenvalues of the pooled mean A_bar."""

@@ -413,7 +413,7 @@ def test_from_school_keeps_the_test_split_and_fits_on_training_rows():
     U = random_points(np.random.default_rng(4), 1, m=5, r=r)[0]
     assert q.test_nmse(U) == p.test_nmse(U)
     assert q.extra_metrics(U) == {"test_nmse": p.test_nmse(U)}
-    assert list(SchoolMultitask.extra_metric_names) == ["test_nmse"]
+    assert list(SchoolMultitask.metrics) == ["test_nmse"]
     assert MultitaskFeatures.from_arrays({**split, "r": np.array(r)}).lam == lam   # default 1e-3
     # by hand from the original rows: fit each school's w on its training students
     se, truth = 0.0, []

@@ -145,6 +145,23 @@ def test_cli_validate(tmp_path):
      "datasets.cfmspd.params.D_W", "minimum of 0"),
     (lambda c: c["datasets"]["cpesph"].update(problem="mnist"),
      "datasets.cpesph.problem", "allowed: cpesph, cfmspd"),
+    (lambda c: c["experiments"]["cpesph_fixed"]["methods"][0].update(server_step=0.5),
+     "experiments.cpesph_fixed.methods.0.server_step", "'server_step' is an option of rfedproj, "
+     "rfedags does not take it; allowed for rfedags: algorithm, K, participation"),
+    (lambda c: c["experiments"]["cpesph_fixed"]["methods"][0].update(steps=2),
+     "experiments.cpesph_fixed.methods.0.steps", "allowed for rfedags: algorithm, K, participation"),
+    (lambda c: c["experiments"]["kpca_label"]["methods"][3].update(server_step=-1),
+     "experiments.kpca_label.methods.3.server_step", "minimum of 0"),
+    (lambda c: c["experiments"]["cfmspd_fixed"]["methods"].append({"algorithm": "rfedproj", "K": [1]}),
+     "experiments.cfmspd_fixed.methods.2.algorithm", "Euclidean projection"),
+    (lambda c: c["experiments"]["cpesph_fixed"]["methods"].append({"algorithm": "fedavg", "K": [1]}),
+     "experiments.cpesph_fixed.methods.2.algorithm", "needs a Euclidean problem"),
+    (lambda c: c["experiments"]["cpesph_fixed"]["geometry"].update(retraction="polar"),
+     "experiments.cpesph_fixed.geometry.retraction", "allowed: normalize"),
+    (lambda c: c["figures"]["fig1a_cpesph_fixed"].update(metrics=["nmse"]),
+     "figures.fig1a_cpesph_fixed.metrics.0", "allowed: excess_risk, grad_norm, dist_to_opt, cost"),
+    (lambda c: c["datasets"]["cpesph"]["params"].update(N=5),
+     "datasets.cpesph.params.N", "allowed: N >= 9"),
 ])
 def test_config_errors_name_the_key_and_what_is_allowed(mutate, key, allowed):
     cfg = yaml.safe_load(open(SMOKE))
@@ -197,3 +214,86 @@ def test_rfl_runs_equals_one_rfl_run_per_seed(tmp_path, prepared, smoke_runs):
     r = subprocess.run(bad, capture_output=True, text=True)
     assert r.returncode == 2 and "same length" in r.stderr and len(r.stderr.strip().splitlines()) == 1
     assert not list(tmp_path.glob("g*"))
+
+
+# ---- the config reads the registries' declarations, never a list of names ----------------
+class _Declared:
+    """A throw-away algorithm: only the declarations the config reads."""
+
+    name = "plugin_strategy"
+    label = "Plug-in"
+    federated = True
+    requires = frozenset({"nearest_point"})
+    fields = frozenset({"gradient"})
+    options = {"mu": {"type": "number", "minimum": 0}}
+
+
+@pytest.fixture
+def plugin_strategy():
+    from rfl.registry import ALGORITHMS
+
+    ALGORITHMS.add(_Declared)
+    yield _Declared
+    ALGORITHMS.remove(_Declared.name)
+
+
+def test_a_declared_algorithm_is_checked_by_its_declarations(plugin_strategy):
+    cfg = yaml.safe_load(open(SMOKE))
+    cfg["experiments"]["cpesph_fixed"]["methods"].append(
+        {"algorithm": "plugin_strategy", "K": [2], "mu": 0.5})
+    runs = [r for r in rflconfig.expand_runs(rflconfig.validate(cfg))
+            if r["algorithm"]["name"] == "plugin_strategy"]
+    assert [r["run_id"] for r in runs] == ["plugin_strategy_K2_seed0", "plugin_strategy_K2_seed1"]
+    assert runs[0]["algorithm"] == {"name": "plugin_strategy", "K": 2, "batch_size": 8,
+                                    "participation": None, "mu": 0.5}
+    # the sphere has a Euclidean projection, SPD has none; the lsa field is no gradient
+    for exp, key in (("cfmspd_fixed", "Euclidean projection"), ("lsa_hom", "not a gradient")):
+        bad = yaml.safe_load(open(SMOKE))
+        bad["experiments"][exp]["methods"].append({"algorithm": "plugin_strategy", "K": [1]})
+        with pytest.raises(rflconfig.ConfigError, match=key):
+            rflconfig.validate(bad)
+    bad = yaml.safe_load(open(SMOKE))
+    bad["experiments"]["cpesph_fixed"]["methods"].append(
+        {"algorithm": "plugin_strategy", "K": [1], "mu": -1})
+    with pytest.raises(rflconfig.ConfigError, match="methods.2.mu: -1 is less than the minimum of 0"):
+        rflconfig.validate(bad)
+
+
+def test_lists_of_allowed_names_come_from_the_registry(plugin_strategy):
+    cfg = yaml.safe_load(open(SMOKE))
+    cfg["experiments"]["cpesph_fixed"]["methods"][0]["algorithm"] = "sgd"
+    with pytest.raises(rflconfig.ConfigError, match="allowed: .*plugin_strategy"):
+        rflconfig.validate(cfg)
+    cfg = yaml.safe_load(open(SMOKE))
+    cfg["experiments"]["school_r2"]["methods"][2]["K"] = [1]
+    with pytest.raises(rflconfig.ConfigError, match="allowed only with .*plugin_strategy"):
+        rflconfig.validate(cfg)
+
+
+def test_a_declared_problem_brings_its_params_schema_and_checks():
+    from rfl.problems import CPESph
+    from rfl.registry import PROBLEMS
+
+    class EvenN(CPESph):
+        """CPESph that also wants an even N (a throw-away declaration)."""
+
+        name = "cpesph_even"
+        params_schema = {**CPESph.params_schema, "required": ["d", "nu", "S", "N", "tag"],
+                         "properties": {**CPESph.params_schema["properties"], "tag": {"type": "string"}}}
+
+        @classmethod
+        def check_params(cls, params):
+            return [("N", f"{params['N']} is odd; allowed: an even N")] if params["N"] % 2 else []
+
+    try:
+        cfg = yaml.safe_load(open(SMOKE))
+        cfg["datasets"]["cpesph"]["problem"] = "cpesph_even"
+        with pytest.raises(rflconfig.ConfigError, match="datasets.cpesph.params: 'tag' is a required"):
+            rflconfig.validate(cfg)
+        cfg["datasets"]["cpesph"]["params"].update(tag="t", N=21)
+        with pytest.raises(rflconfig.ConfigError, match="datasets.cpesph.params.N: 21 is odd"):
+            rflconfig.validate(cfg)
+        cfg["datasets"]["cpesph"]["params"]["N"] = 20
+        rflconfig.validate(cfg)
+    finally:
+        PROBLEMS.remove("cpesph_even")

@@ -21,11 +21,3 @@ __all__ = ["AgentSampler", "CentralizedSolver", "Counters", "Decaying", "FedAvg"
            "Fixed", "RCG", "RLBFGS", "RSD", "RFedAGS", "RFedAvg", "RFedProj", "RFedSVRG", "RoundResult",
            "SCAFFLSA", "STEP_RULES", "make_step_size"]
 
-
-def __getattr__(name):
-    """``FEDERATED`` / ``CENTRALIZED``: name -> class views of ``rfl.registry.ALGORITHMS``."""
-    if name in ("FEDERATED", "CENTRALIZED"):
-        from rfl.registry import ALGORITHMS
-        federated = name == "FEDERATED"
-        return {n: cls for n, cls in ALGORITHMS.items() if cls.federated == federated}
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

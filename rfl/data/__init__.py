@@ -1,1 +1,2 @@
-"""Data generators (synthetic problems) and loaders (School data)."""
+"""Data generators (synthetic problems) and loaders (School data); each problem's ``generate``
+(``rfl.problems``) calls its generator here."""

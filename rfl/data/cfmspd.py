@@ -20,6 +20,8 @@ distribution.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 
@@ -37,6 +39,15 @@ def distance_to_identity(z: np.ndarray) -> np.ndarray:
     ok = np.all(w > 0, axis=-1)
     out[ok] = np.sqrt(np.sum(np.log(w[ok]) ** 2, axis=-1))
     return out
+
+
+@functools.lru_cache(maxsize=32)
+def acceptance_rate(d: int, D_W: float) -> float:
+    """Fraction of W(I_d/d, d) draws with ||logm Z||_F < D_W, from a fixed pilot of 20000 draws
+    (``default_rng(0)``, deterministic): how many draws ``generate`` needs, known up front."""
+    with np.errstate(all="ignore"):
+        z = wishart(np.random.default_rng(0), d, 20000)
+        return float(np.mean(distance_to_identity(z) < D_W))
 
 
 def generate(rng: np.random.Generator, d: int, S: int, N: int, D_W: float = 1.0,

@@ -49,6 +49,8 @@ from the MDP in closed form, never from the pool.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 MAX_REDRAWS = 100
@@ -184,6 +186,7 @@ def _admissible(P, policy, phi) -> bool:
     return np.linalg.matrix_rank(phi[C]) == phi.shape[1]
 
 
+@functools.lru_cache(maxsize=64)
 def admissible_rate(n_states: int, n_actions: int, branching: int, n_features: int,
                     n_bases: int, draws: int = 200) -> float:
     """Fraction of ``draws`` (base MDP(s), policy, features) draws, as ``generate`` makes them,

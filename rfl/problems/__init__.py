@@ -1,23 +1,23 @@
 """Problems: cost and gradients of federated learning tasks on a manifold.
 
-``PROBLEMS`` maps the config's problem name to its class; each class builds
-from the arrays its data generator wrote (``from_arrays``) and states its local
-data sizes from the dataset parameters (``local_sizes_from``), so a config can
-be checked before any data exist.
+Each problem is one module with one ``Problem`` subclass that declares itself (its ``name``
+registers it in ``PROBLEMS``, ``rfl.registry``): it builds from the arrays its generator
+wrote (``generate``, ``from_arrays``) and states its local data sizes from the dataset
+parameters (``local_sizes_from``), so a config can be checked before any data exist.
 """
 
+from rfl.registry import PROBLEMS
+
+# the order of these imports is the order of the registry (the paper's order), in which
+# messages list the allowed problems
 from ._batching import MiniBatch
 from .base import Problem
-from .cfmspd import CFMSPD
 from .cpesph import CPESph
-from .kpca import KPCA
-from .lsa import FederatedLSA
+from .cfmspd import CFMSPD
 from .mbcfsti import MBCFSti
 from .multitask import MultitaskFeatures, SchoolMultitask
+from .kpca import KPCA
+from .lsa import FederatedLSA
 
-PROBLEMS = {"cpesph": CPESph, "cfmspd": CFMSPD, "mbcfsti": MBCFSti,
-            "multitask": MultitaskFeatures, "school": SchoolMultitask, "kpca": KPCA,
-            "lsa": FederatedLSA}
-
-__all__ = ["MiniBatch", "Problem", "CFMSPD", "CPESph", "FederatedLSA", "KPCA", "MBCFSti", "MultitaskFeatures", "SchoolMultitask",
-           "PROBLEMS"]
+__all__ = ["MiniBatch", "Problem", "CFMSPD", "CPESph", "FederatedLSA", "KPCA", "MBCFSti",
+           "MultitaskFeatures", "SchoolMultitask", "PROBLEMS"]

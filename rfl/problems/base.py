@@ -8,13 +8,31 @@ risk (5.1) of the paper; with equal N_j it is (1/S) sum_j f_j.
 
 from __future__ import annotations
 
+import abc
+import inspect
+
 import numpy as np
 
+from rfl import registry
 from rfl.manifolds import Manifold
 
+#: what a problem with a ``name`` (a registered, workflow-ready problem) must define itself
+REGISTERED_REQUIRES = ("from_arrays", "local_sizes_from", "generate", "minibatch_egrad",
+                       "local_egrad", "local_cost")
+#: the kinds of local field a problem may declare (``Problem.field``)
+FIELDS = ("gradient", "linear_field")
 
-class Problem:
+
+class Problem(abc.ABC):
     """Cost and gradients of a federated problem on a manifold.
+
+    A subclass that sets ``name`` in its class body is registered in
+    ``rfl.registry.PROBLEMS`` (the config's problem name) and then declares, besides the
+    cost and gradients: ``manifold_class``, ``params_schema``, ``generate``,
+    ``from_arrays`` and ``local_sizes_from`` (checked when the class is created), and
+    optionally ``field``, ``check_params``, ``metrics``/``metric_labels``, ``raw_inputs``
+    and ``test_params``. A subclass without ``name`` (a test's toy problem) only needs
+    ``cost`` and ``egrad``.
 
     Attributes
     ----------
@@ -23,10 +41,63 @@ class Problem:
     """
 
     name: str = "problem"
+    #: the Manifold subclass the problem's points live on (config checks what it offers)
+    manifold_class: type[Manifold]
+    #: the kind of local field ``minibatch_egrad`` returns: "gradient" (of ``local_cost``) or
+    #: "linear_field" (A(Z) x - b(Z), not a gradient); a strategy applies when its
+    #: ``fields`` contain it
+    field: str = "gradient"
+    #: JSON schema (2020-12) of a dataset's ``params`` for this problem
+    params_schema: dict = {"type": "object"}
+    #: names of the problem-specific columns ``extra_metrics`` adds to a run table
+    metrics: tuple[str, ...] = ()
+    #: figure axis labels of ``metrics``
+    metric_labels: dict[str, str] = {}
+    #: names of the raw files ``generate`` reads (passed after the rng, in this order)
+    raw_inputs: tuple[str, ...] = ()
+    #: small dataset parameters for the shared contract (``rfl.testing.problem``)
+    test_params: dict = {}
+
     manifold: Manifold
     local_sizes: np.ndarray
-    #: names of the problem-specific columns ``extra_metrics`` adds to a run table
-    extra_metric_names: tuple[str, ...] = ()
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "name" not in cls.__dict__:
+            return
+        missing = [m for m in REGISTERED_REQUIRES
+                   if inspect.getattr_static(cls, m) is inspect.getattr_static(Problem, m)]
+        manifold_class = getattr(cls, "manifold_class", None)
+        if not (isinstance(manifold_class, type) and issubclass(manifold_class, Manifold)):
+            missing.append("manifold_class (a Manifold subclass)")
+        if cls.field not in FIELDS:
+            missing.append(f"field (one of {', '.join(FIELDS)}, got {cls.field!r})")
+        if missing:
+            raise TypeError(f"problem {cls.__dict__['name']!r} ({cls.__module__}.{cls.__qualname__}) "
+                            f"must declare: {', '.join(missing)}")
+        registry.PROBLEMS.add(cls)
+
+    @classmethod
+    def generate(cls, rng: np.random.Generator, *inputs, **params) -> dict:
+        """The arrays of one data instance: ``rng`` the data stream, ``inputs`` the paths of
+        ``raw_inputs``, ``params`` a dataset's params (valid under ``params_schema``)."""
+        raise NotImplementedError
+
+    @classmethod
+    def find_raw_inputs(cls) -> list:
+        """Paths of ``raw_inputs`` already on this machine (no download), in their order, for
+        tests and benchmarks; raises FileNotFoundError saying how to provide them."""
+        if cls.raw_inputs:
+            raise FileNotFoundError(f"problem {cls.name!r} reads {', '.join(cls.raw_inputs)} and "
+                                    f"does not say where to find them")
+        return []
+
+    @classmethod
+    def check_params(cls, params: dict) -> list[tuple[str, str]]:
+        """(key, message) for every relation between ``params`` (already valid under
+        ``params_schema``) that the generator needs and a schema cannot express; the message
+        says the bad value and what is allowed. Default: none."""
+        return []
 
     @classmethod
     def from_arrays(cls, arrays: dict, params: dict, **geometry) -> "Problem":
@@ -37,6 +108,12 @@ class Problem:
     def local_sizes_from(params: dict) -> list[int]:
         """(S,) local data sizes implied by the dataset parameters, before any data exist."""
         raise NotImplementedError
+
+    @classmethod
+    def local_sizes_note(cls, params: dict) -> str:
+        """Why the local data sizes are what they are, when it is not the data (a config
+        error about the batch size quotes it); default: nothing to say."""
+        return ""
 
     @property
     def n_agents(self) -> int:
@@ -70,13 +147,13 @@ class Problem:
         raise NotImplementedError
 
     # ---- global (one point, no agents axis) -------------------------------
+    @abc.abstractmethod
     def cost(self, x: np.ndarray) -> float:
         """F(x) for one point ``x: point_shape``."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def egrad(self, x: np.ndarray) -> np.ndarray:
-        """Euclidean gradient of F at one point."""
-        raise NotImplementedError
+        """Euclidean gradient of F at one point (for ``field = "linear_field"``: the mean field)."""
 
     def grad(self, x: np.ndarray) -> np.ndarray:
         """Riemannian gradient of F at one point."""
@@ -99,7 +176,7 @@ class Problem:
         return float(self.manifold.dist(x[None], x_star[None])[0])
 
     def extra_metrics(self, x: np.ndarray) -> dict[str, float]:
-        """Problem-specific metrics at one point (e.g. test NMSE): keys ``extra_metric_names``."""
+        """Problem-specific metrics at one point (e.g. test NMSE): keys ``metrics``."""
         return {}
 
     def predictions(self, spec: dict) -> dict:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from rfl.data import cfmspd as data
 from rfl.manifolds import SPD
 from rfl.manifolds.spd import eigh_sym
 
@@ -120,6 +121,36 @@ class CFMSPD(Problem):
 
     name = "cfmspd"
     manifold_class = SPD
+    params_schema = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["d", "S", "N"],
+        "properties": {
+            "d": {"type": "integer", "minimum": 1},
+            "S": {"type": "integer", "minimum": 1},
+            "N": {"type": "integer", "minimum": 1},
+            "D_W": {"type": "number", "exclusiveMinimum": 0},
+        },
+    }
+    test_params = {"d": 2, "S": 3, "N": 4, "D_W": 1.0}
+
+    @classmethod
+    def generate(cls, rng, **params):
+        """Wishart samples within D_W of I (``rfl.data.cfmspd.generate``): ``{"Z": (S, N, d, d)}``."""
+        return data.generate(rng, **params)
+
+    @classmethod
+    def check_params(cls, params):
+        """The rejection sampler must find S*N samples within its 10^7 Wishart draws (with a
+        factor 10 to spare), judged from the acceptance rate of a fixed pilot."""
+        D_W = params.get("D_W", 1.0)
+        rate = data.acceptance_rate(params["d"], D_W)
+        need = params["S"] * params["N"]
+        if rate * 1e7 < 10 * need:
+            return [("D_W", f"{D_W} with d = {params['d']}: the rejection sampler keeps about "
+                            f"{rate:.1e} of its Wishart draws, too few for S*N = {need} samples "
+                            f"within 10^7 draws; allowed: a larger D_W or a smaller d")]
+        return []
 
     @classmethod
     def from_arrays(cls, arrays, params=None, **geometry):

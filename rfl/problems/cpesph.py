@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from rfl.data import cpesph as data
 from rfl.manifolds import Sphere
 
 from ._batching import gram_apply
@@ -21,6 +22,32 @@ class CPESph(Problem):
 
     name = "cpesph"
     manifold_class = Sphere
+    params_schema = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["d", "nu", "S", "N"],
+        "properties": {
+            "d": {"type": "integer", "minimum": 5},
+            "nu": {"type": "number", "exclusiveMinimum": 0},
+            "S": {"type": "integer", "minimum": 1},
+            "N": {"type": "integer", "minimum": 1},
+            "heterogeneous": {"type": "boolean"},
+        },
+    }
+    test_params = {"d": 5, "nu": 0.1, "S": 3, "N": 8}
+
+    @classmethod
+    def generate(cls, rng, **params):
+        """Samples of Section 5.1 (``rfl.data.cpesph.generate``): ``{"Z": (S, N, d+1)}``."""
+        return data.generate(rng, **params)
+
+    @classmethod
+    def check_params(cls, params):
+        """N >= d + 1: the generator draws U_i with orthonormal columns in R^N."""
+        if params["N"] < params["d"] + 1:
+            return [("N", f"{params['N']} is smaller than d+1 = {params['d'] + 1} (U_i needs "
+                          f"orthonormal columns); allowed: N >= {params['d'] + 1}")]
+        return []
 
     @classmethod
     def from_arrays(cls, arrays, params=None, **geometry):

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from rfl.data import kpca as data
 from rfl.data.kpca import n_per_agent_from
 from rfl.manifolds import Grassmann, Stiefel
 
@@ -36,6 +37,33 @@ class KPCA(Problem):
 
     name = "kpca"
     manifold_class = Stiefel
+    params_schema = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["S", "r", "split"],
+        "properties": {
+            "S": {"type": "integer", "minimum": 1, "maximum": 1740},
+            "r": {"type": "integer", "minimum": 1, "maximum": 64},
+            "split": {"enum": ["iid", "label"]},
+            "n_per_agent": {"type": "integer", "minimum": 1},
+        },
+    }
+    test_params = {"S": 3, "r": 2, "split": "label", "n_per_agent": 10}
+
+    @classmethod
+    def generate(cls, rng, **params):
+        """Agents' digits samples (``rfl.data.kpca.generate``): ``{"Z": (S, N, 64), "labels", "r"}``."""
+        return data.generate(rng, **params)
+
+    @classmethod
+    def check_params(cls, params):
+        """S * n_per_agent images must fit in the class-balanced digits pool."""
+        n = params.get("n_per_agent", data.POOL_SIZE // params["S"])
+        if params["S"] * n > data.POOL_SIZE:
+            return [("n_per_agent", f"S*n_per_agent = {params['S'] * n} images, but the "
+                                    f"class-balanced digits pool holds {data.POOL_SIZE}; allowed: "
+                                    f"n_per_agent <= {data.POOL_SIZE // params['S']}")]
+        return []
 
     @classmethod
     def from_arrays(cls, arrays, params=None, **geometry):

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from rfl.data import garnet
 from rfl.data.garnet import DEFAULT_POOL, policy_chain, stationary_distribution, td_moments
 from rfl.manifolds import Euclidean
 
@@ -61,7 +62,76 @@ class FederatedLSA(Problem):
 
     name = "lsa"
     manifold_class = Euclidean
+    field = "linear_field"
     ORACLES = ("pool", "exact")
+    params_schema = {
+        "description": "Federated TD(0) on Garnet MDPs (rfl/data/garnet.py): one MDP perturbed per "
+                       "agent (homogeneous) or two MDPs with rewards of opposite sign (heterogeneous).",
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["setting", "n_agents"],
+        "properties": {
+            "setting": {"enum": ["homogeneous", "heterogeneous"]},
+            "n_agents": {"type": "integer", "minimum": 1, "description": "N agents (>= 2 when heterogeneous)"},
+            "n_states": {"type": "integer", "minimum": 2, "default": 30},
+            "n_actions": {"type": "integer", "minimum": 1, "default": 2},
+            "branching": {"type": "integer", "minimum": 1, "default": 2,
+                          "description": "successors per (s, a), <= n_states"},
+            "n_features": {"type": "integer", "minimum": 1, "default": 8, "description": "d, <= n_states"},
+            "gamma": {"type": "number", "minimum": 0, "exclusiveMaximum": 1, "default": 0.95},
+            "perturbation": {"type": "number", "minimum": 0, "exclusiveMaximum": 1, "default": 0.05},
+            "oracle": {
+                "description": "pool = mini-batches of a pre-drawn transition pool (stochastic); "
+                               "exact = A_bar_c, b_bar_c (deterministic, no mini-batch noise; "
+                               "batch_size 1, no pool).",
+                "enum": ["pool", "exact"],
+                "default": "pool",
+            },
+            "pool": {"type": "integer", "minimum": 1, "default": DEFAULT_POOL,
+                     "description": "transitions per agent (pool oracle)"},
+        },
+    }
+    test_params = {"setting": "heterogeneous", "n_agents": 3, "n_states": 6, "n_features": 3,
+                   "pool": 40}
+
+    @classmethod
+    def generate(cls, rng, setting, n_agents, oracle="pool", pool=DEFAULT_POOL, **params):
+        """Federated TD(0) on Garnet MDPs (``rfl.data.garnet.generate``); ``oracle`` belongs to
+        the problem: the exact oracle draws no transitions (pool 0), the pool oracle ``pool``
+        per agent."""
+        return garnet.generate(rng, n_agents, setting, pool=0 if oracle == "exact" else pool, **params)
+
+    @classmethod
+    def check_params(cls, params):
+        """N >= 2 for two MDPs, no pool with the exact oracle, and a Garnet draw the generator
+        can make within its redraws (judged from a fixed pilot, ``garnet.admissible_rate``)."""
+        p = params
+        out = []
+        n_states, n_actions = p.get("n_states", 30), p.get("n_actions", 2)
+        branching, d = p.get("branching", 2), p.get("n_features", 8)
+        if p["setting"] == "heterogeneous" and p["n_agents"] < 2:
+            out.append(("n_agents", f"{p['n_agents']} agent(s), but the heterogeneous setting draws "
+                                    f"agents from two MDPs; allowed: n_agents >= 2"))
+        if p.get("oracle", "pool") == "exact" and "pool" in p:
+            out.append(("pool", "the exact oracle (A_bar_c, b_bar_c) draws no transitions; allowed: "
+                                "pool only with oracle 'pool'"))
+        if branching > n_states:
+            out.append(("branching", f"{branching} successors per (s, a), but only n_states = "
+                                     f"{n_states} states; allowed: 1..{n_states}"))
+        elif d > n_states:
+            out.append(("n_features", f"{d} features on n_states = {n_states} states: A_bar_c would "
+                                      f"be singular; allowed: 1..{n_states}"))
+        else:
+            n_bases = 2 if p["setting"] == "heterogeneous" else 1
+            rate = garnet.admissible_rate(n_states, n_actions, branching, d, n_bases)
+            if rate * garnet.MAX_REDRAWS < 10:
+                out.append(("n_features", f"{d} features with n_states = {n_states}, branching = "
+                                          f"{branching}: only {rate:.1%} of Garnet draws have a "
+                                          f"closed class spanned by the features (nonsingular "
+                                          f"A_bar_c), too few within the generator's "
+                                          f"{garnet.MAX_REDRAWS} draws; allowed: fewer features "
+                                          f"or more states"))
+        return out
 
     @classmethod
     def from_arrays(cls, arrays, params=None, oracle: str = "pool", **geometry):
@@ -77,6 +147,12 @@ class FederatedLSA(Problem):
         if params.get("oracle", "pool") == "exact":
             return [1] * int(params["n_agents"])
         return [int(params.get("pool", DEFAULT_POOL))] * int(params["n_agents"])
+
+    @classmethod
+    def local_sizes_note(cls, params: dict) -> str:
+        if params.get("oracle", "pool") == "exact":
+            return "the exact LSA oracle evaluates A_bar_c theta - b_bar_c once per local step"
+        return ""
 
     def __init__(self, phi, P, R, policy, gamma: float, states, next_states, oracle: str = "pool",
                  retraction: str | None = None, transport: str | None = None):
@@ -196,7 +272,8 @@ class FederatedLSA(Problem):
     def predictions(self, spec: dict) -> dict:
         """Theory for one run spec, recorded in the run's metadata (reports read files only).
 
-        For FedLSA (``fedavg``) and SCAFFLSA runs with a fixed step eta and full
+        For a federated run (K local steps; on this problem FedLSA = ``fedavg``, and
+        SCAFFLSA, or any strategy that follows a linear field) with a fixed step eta and full
         participation: the FedLSA bias for (eta, H = K) (``fedlsa_bias``; SCAFFLSA runs get
         the FedLSA line too, to plot beside them), and the spectral radius of the mean
         one-round map sum_c p_c Gamma_c of FedLSA's expected iterate (< 1: it converges,
@@ -204,7 +281,7 @@ class FederatedLSA(Problem):
         assumes a fixed step and every agent in every round).
         """
         alg, step = spec.get("algorithm") or {}, spec.get("step") or {}
-        if (alg.get("name") not in ("fedavg", "scafflsa") or step.get("rule") != "fixed"
+        if (alg.get("K") is None or step.get("rule") != "fixed"
                 or alg.get("participation") not in (None, self.n_agents)):
             return {}
         eta, H = float(step["alpha"]), int(alg["K"])

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from rfl.data import mbcfsti as data
 from rfl.manifolds import Stiefel
 
 from ._batching import kernel_inputs, kernels
@@ -29,6 +30,31 @@ class MBCFSti(Problem):
 
     name = "mbcfsti"
     manifold_class = Stiefel
+    params_schema = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["d", "p", "S", "N"],
+        "properties": {
+            "d": {"type": "integer", "minimum": 2},
+            "p": {"type": "integer", "minimum": 1},
+            "S": {"type": "integer", "minimum": 1},
+            "N": {"type": "integer", "minimum": 1},
+            "heterogeneity": {"type": "number", "minimum": 0},
+        },
+    }
+    test_params = {"d": 5, "p": 2, "S": 3, "N": 4}
+
+    @classmethod
+    def generate(cls, rng, **params):
+        """Symmetric matrices of Section 5.1 (``rfl.data.mbcfsti.generate``): ``{"A": (S, N, d, d), "p"}``."""
+        return data.generate(rng, **params)
+
+    @classmethod
+    def check_params(cls, params):
+        """p <= d: St(p, d) needs p orthonormal columns in R^d."""
+        if params["p"] > params["d"]:
+            return [("p", f"{params['p']} is larger than d = {params['d']}; allowed: 1..{params['d']}")]
+        return []
 
     @classmethod
     def from_arrays(cls, arrays, params=None, **geometry):

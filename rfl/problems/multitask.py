@@ -107,6 +107,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from rfl.data import multitask as synthetic
+from rfl.data import school
 from rfl.data.school import nmse, unpad
 from rfl.manifolds import Grassmann
 
@@ -143,7 +145,46 @@ class MultitaskFeatures(Problem):
 
     name = "multitask"
     manifold_class = Grassmann
-    extra_metric_names = ("subspace_dist",)
+    metrics = ("subspace_dist",)
+    metric_labels = {"subspace_dist": r"dist$(\mathcal{U}_t, \mathcal{U}^*)$"}
+    params_schema = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["S", "N", "m", "r"],
+        "properties": {
+            "S": {"type": "integer", "minimum": 1},
+            "N": {"type": "integer", "minimum": 1},
+            "m": {"type": "integer", "minimum": 2},
+            "r": {"type": "integer", "minimum": 1},
+            "d_min": {"type": "integer", "minimum": 1},
+            "d_max": {"type": "integer", "minimum": 1},
+            "noise": {"type": "number", "minimum": 0},
+            "lam": {"type": "number", "minimum": 0},
+        },
+    }
+    test_params = {"S": 3, "N": 4, "m": 6, "r": 2, "d_min": 3, "d_max": 6, "noise": 0.1,
+                   "lam": 0.05}
+
+    @classmethod
+    def generate(cls, rng, S, N, m, r, d_min=10, d_max=50, noise=1e-6, lam=None):
+        """Synthetic tasks of Section 5.2 (``rfl.data.multitask.generate``); ``lam`` belongs to
+        the problem, not to the data."""
+        return synthetic.generate(rng, S=S, N=N, m=m, r=r, d_min=d_min, d_max=d_max, noise=noise)
+
+    @classmethod
+    def check_params(cls, params):
+        """r <= m, d_min <= d_max, and with lam = 0 at least r rows per task (w unique)."""
+        p, out = params, []
+        d_min, d_max = p.get("d_min", 10), p.get("d_max", 50)
+        if p["r"] > p["m"]:
+            out.append(("r", f"{p['r']} is larger than m = {p['m']}; allowed: 1..{p['m']}"))
+        if d_min > d_max:
+            out.append(("d_min", f"{d_min} is larger than d_max = {d_max}; allowed: d_min <= d_max"))
+        elif p.get("lam", 0.0) == 0 and d_min < p["r"]:
+            out.append(("d_min", f"{d_min} is smaller than r = {p['r']} with lam = 0 (the "
+                                 f"least-squares fit of a task needs at least r rows); allowed: "
+                                 f"d_min >= {p['r']}, or lam > 0"))
+        return out
 
     # ---- construction ----------------------------------------------------
     @classmethod
@@ -471,7 +512,54 @@ class SchoolMultitask(MultitaskFeatures):
     params)`` (params: r, lam) or ``from_school(split, r, lam)``."""
 
     name = "school"
-    extra_metric_names = ("test_nmse",)
+    metrics = ("test_nmse",)
+    metric_labels = {"test_nmse": "test NMSE"}
+    #: the ILEA567.DAT file (``rfl.data.school.fetch_ilea``), read by ``generate``
+    raw_inputs = ("school",)
+    params_schema = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["r", "lam", "S", "N"],
+        "properties": {
+            "r": {"type": "integer", "minimum": 1, "maximum": 27},
+            "lam": {"type": "number", "minimum": 0},
+            "S": {"type": "integer", "minimum": 1},
+            "N": {"type": "integer", "minimum": 1},
+            "train_fraction": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
+        },
+    }
+    test_params = {"r": 2, "lam": 1e-3, "S": 2, "N": 3, "train_fraction": 0.8}
+
+    @classmethod
+    def generate(cls, rng, raw_path, S, N, train_fraction=0.8, r=None, lam=None):
+        """One random train/test split of the School data (``rfl.data.school.split_school``);
+        r, lam belong to the problem."""
+        X, y, schools = school.encode_features(school.parse_ilea(raw_path))
+        split = school.split_school(X, y, schools, rng=rng, train_fraction=train_fraction,
+                                    n_agents=S, tasks_per_agent=N)
+        return {k: np.asarray(v) for k, v in split.items()}
+
+    @classmethod
+    def find_raw_inputs(cls):
+        """ILEA567.DAT in the mirror named by $RFL_SCHOOL_MIRROR (``rfl.data.school``)."""
+        import os
+        from pathlib import Path
+
+        mirror = os.environ.get(school.MIRROR_ENV, "").strip()
+        found = school._find_in_mirror(Path(mirror)) if mirror else None
+        if found is None:
+            raise FileNotFoundError(f"the School data: set {school.MIRROR_ENV} to a directory "
+                                    f"holding {school.ILEA_FILENAME} (or raw/{school.ILEA_FILENAME}), "
+                                    f"e.g. shared/datasets/school; got {mirror or 'nothing'}")
+        return [found]
+
+    @classmethod
+    def check_params(cls, params):
+        """S*N tasks from the 139 schools."""
+        if params["S"] * params["N"] > 139:
+            return [("S", f"S*N = {params['S'] * params['N']} tasks, but the School data have 139 "
+                          f"schools; allowed: S*N <= 139")]
+        return []
 
     @classmethod
     def from_arrays(cls, arrays, params: dict | None = None, **kwargs):

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from pathlib import Path
-from types import SimpleNamespace
 
 import matplotlib
 
@@ -36,10 +35,7 @@ def _algorithm(name: str):
 
 def _metric_labels(problem: str) -> dict:
     """Axis labels of the metrics problem ``problem`` adds (its ``metric_labels``)."""
-    # TEMP until declarations merge: Problem.metric_labels is declared on the problems branch.
-    cls = PROBLEMS.get(problem)
-    labels = getattr(cls, "metric_labels", None)
-    return _TODAY_METRIC_LABELS if labels is None else labels
+    return PROBLEMS[problem].metric_labels
 
 
 def algorithm_label(name: str) -> str:
