@@ -1,0 +1,1 @@
+"""Shared test contracts that components (and plug-ins) run against themselves."""
