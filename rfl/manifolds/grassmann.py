@@ -24,11 +24,11 @@ class Grassmann(EmbeddedSubmanifold):
     An embedded submanifold in its horizontal-space representation: the horizontal space
     H_U = {xi : U^T xi = 0} is a linear subspace of R^{m x r}, the metric is the Euclidean one
     restricted to it and (I - U U^T) is the orthogonal projection onto it. The horizontal lift
-    of grad f is (I - U U^T) G, G the Euclidean gradient of f o pi at U: f o pi is constant
-    along the fibres U O(r), so the Stiefel gradient G - U sym(U^T G) is horizontal, U^T G is
-    symmetric and the two projections agree (Absil, Mahony & Sepulchre 2008, 3.6.2). The
-    retractions, Exp, Log and dist commute with U -> U Q (lifts at U Q are xi Q), so they are
-    maps between subspaces.
+    of grad f is (I - U U^T) G, G the Euclidean gradient at U of a smooth extension of f o pi:
+    f o pi is constant along the fibres U O(r), so the Stiefel gradient G - U sym(U^T G) is
+    horizontal, U^T G is symmetric and the two projections agree (Absil, Mahony & Sepulchre
+    2008, 3.6.2). The retractions, Exp, Log and dist commute with U -> U Q (lifts at U Q are
+    xi Q), so they are maps between subspaces.
     """
 
     name = "grassmann"
