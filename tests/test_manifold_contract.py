@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import rfl.manifolds.sphere
-from rfl.manifolds import MANIFOLDS, Manifold, Sphere
+from rfl.manifolds import MANIFOLDS, Euclidean, Manifold, Sphere
 from rfl.registry import RegistryError
 from rfl.testing.manifold import ManifoldContract
 
@@ -19,7 +19,7 @@ class TestManifoldContract(ManifoldContract):
 class TestChosenInstances(ManifoldContract):
     """How a plug-in's test runs the contract on its own instances."""
 
-    manifolds = [Sphere(4, "exp", "parallel")]
+    manifolds = [Sphere(4, "exp", "parallel"), Euclidean(2, 2)]
 
 
 def _declare(name, drop=(), **body):
