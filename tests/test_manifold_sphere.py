@@ -1,4 +1,5 @@
-"""Sphere geometry against its mathematics (paper Appendix E) and against pymanopt."""
+"""Sphere geometry: what is specific to S^{n-1} (paper Appendix E) and agreement with pymanopt.
+The identities every manifold satisfies are in rfl.testing.manifold (test_manifold_contract)."""
 
 import numpy as np
 import pytest
@@ -22,23 +23,6 @@ def pts(rng):
     return m, x, u, m.exp(x, u)
 
 
-@pytest.mark.parametrize("transport", ["parallel", "projection"])
-def test_transport_is_linear_and_lands_in_tangent_space(rng, pts, transport):
-    m, x, _, y = pts
-    m = Sphere(N, transport=transport)
-    a, b = m.random_tangent(rng, x), m.random_tangent(rng, x)
-    ta, tb, tab = m.transport(x, y, a), m.transport(x, y, b), m.transport(x, y, 2.0 * a - 3.0 * b)
-    np.testing.assert_allclose(tab, 2.0 * ta - 3.0 * tb, atol=1e-13)
-    np.testing.assert_allclose(np.einsum("si,si->s", y, ta), 0.0, atol=1e-13)
-
-
-def test_parallel_transport_is_isometric(rng, pts):
-    m, x, _, y = pts
-    a, b = m.random_tangent(rng, x), 0.7 * m.random_tangent(rng, x)
-    ta, tb = m.transport(x, y, a), m.transport(x, y, b)
-    np.testing.assert_allclose(m.inner(y, ta, tb), m.inner(x, a, b), atol=1e-13)
-
-
 def test_parallel_transport_carries_the_geodesic_velocity(pts):
     """Along gamma(t) = Exp_x(t v) the velocity is parallel: Gamma(v) = gamma'(1) = -Log_y(x)."""
     m, x, u, y = pts
@@ -51,22 +35,11 @@ def test_parallel_transport_back_and_forth_is_identity(rng, pts):
     np.testing.assert_allclose(m.transport(y, x, m.transport(x, y, a)), a, atol=1e-12)
 
 
-def test_exp_log_are_inverse(rng, pts):
-    m, x, u, y = pts
-    np.testing.assert_allclose(m.log(x, y), u, atol=1e-12)
+def test_exp_log_at_far_points(rng, pts):
+    """Exp_x(Log_x(z)) = z for random z (angles up to pi), where the algorithms' iterates start."""
+    m, x, _, _ = pts
     z = m.random_point(rng, S)
     np.testing.assert_allclose(m.exp(x, m.log(x, z)), z, atol=1e-12)
-    np.testing.assert_allclose(m.dist(x, y), m.norm(x, u), atol=1e-12)
-
-
-def test_retractions_are_first_order(rng, pts):
-    m, x, u, _ = pts
-    for name in Sphere.RETRACTIONS:
-        r = Sphere(N, retraction=name)
-        np.testing.assert_allclose(r.retraction(x, 0 * u), x, atol=1e-15)
-        h = 1e-6
-        d = (r.retraction(x, h * u) - r.retraction(x, -h * u)) / (2 * h)
-        np.testing.assert_allclose(d, u, atol=1e-8)
 
 
 def test_agrees_with_pymanopt(rng, pts):
@@ -82,25 +55,6 @@ def test_agrees_with_pymanopt(rng, pts):
         np.testing.assert_allclose(Sphere(N, transport="projection").transport(x, y, u)[j],
                                    p.transport(x[j], y[j], u[j]), atol=1e-14)
         np.testing.assert_allclose(m.inner(x, u, g)[j], p.inner_product(x[j], u[j], g[j]), atol=1e-14)
-
-
-def test_batched_equals_per_agent(rng, pts):
-    m, x, u, y = pts
-    for f in (m.exp, m.retraction, m.log, m.transport_parallel):
-        args = (x, u) if f in (m.exp, m.retraction) else (x, y)
-        if f == m.transport_parallel:
-            args = (x, y, u)
-        batched = f(*args)
-        for j in range(S):
-            np.testing.assert_allclose(batched[j], f(*(a[j:j + 1] for a in args))[0], atol=1e-15)
-
-
-def test_points_stay_on_sphere_after_many_retractions(rng):
-    m = Sphere(N)
-    x = m.random_point(rng, 3)
-    for _ in range(20000):
-        x = m.retraction(x, 0.1 * m.random_tangent(rng, x))
-    assert m.distance_from_manifold(x).max() < 1e-12
 
 
 def test_unknown_names_are_refused():

@@ -8,11 +8,21 @@ distances) return ``(S,)``. The algorithms therefore never loop over agents.
 The retraction and the vector transport are chosen by name when the manifold is
 built (``Sphere(n, retraction="exp", transport="parallel")``); the names each
 manifold offers are in its ``RETRACTIONS`` and ``TRANSPORTS``.
+
+A new manifold is one subclass that sets ``name`` in its class body: it registers itself in
+``rfl.registry.MANIFOLDS``, and the shared tests (``rfl.testing.manifold.ManifoldContract``)
+run over the instances its ``examples()`` returns. What it offers beyond the abstract
+methods is read off what it implements (``Manifold.offers``).
 """
 
 from __future__ import annotations
 
+import abc
+import functools
+
 import numpy as np
+
+from rfl.registry import MANIFOLDS
 
 
 def batch_sum(a: np.ndarray, point_ndim: int) -> np.ndarray:
@@ -20,20 +30,56 @@ def batch_sum(a: np.ndarray, point_ndim: int) -> np.ndarray:
     return a.sum(axis=tuple(range(a.ndim - point_ndim, a.ndim)))
 
 
-class Manifold:
+def _placeholder(method):
+    """Mark a base-class map that a manifold offers only by overriding it (see ``offers``)."""
+    method.placeholder = True
+    return method
+
+
+def _implements(cls: type, method: str) -> bool:
+    """Whether ``cls`` has ``method`` and it is not a base-class placeholder."""
+    found = getattr(cls, method, None)
+    return callable(found) and not getattr(found, "placeholder", False)
+
+
+class Manifold(abc.ABC):
     """A Riemannian manifold whose maps act on a leading agents axis.
 
-    Subclasses implement ``inner``, ``projection``, ``euclidean_to_riemannian_gradient``, ``exp``, ``log``,
-    ``dist``, ``random_point`` and one method ``retraction_<name>`` /
-    ``transport_<name>`` for every name listed in ``RETRACTIONS`` /
-    ``TRANSPORTS``.
+    Subclasses implement the abstract methods (``inner``, ``projection``,
+    ``euclidean_to_riemannian_gradient``, ``exp``, ``random_point``,
+    ``distance_from_manifold``, ``examples``) and one method ``retraction_<name>`` /
+    ``transport_<name>`` for every name listed in ``RETRACTIONS`` / ``TRANSPORTS``.
+    Optional maps, each offered by implementing it: ``log`` (closed-form Exp^{-1}),
+    ``inverse_retraction_<name>``, ``nearest_point``.
     """
 
     name: str = "manifold"
     RETRACTIONS: tuple[str, ...] = ("exp",)
-    TRANSPORTS: tuple[str, ...] = ("projection",)
-    #: whether ``log`` has a closed form (tangent-mean aggregation needs it)
-    HAS_LOG: bool = True
+    TRANSPORTS: tuple[str, ...] = ()
+    #: the transports that are isometries T_x M -> T_y M (the shared tests check it)
+    ISOMETRIC_TRANSPORTS: tuple[str, ...] = ()
+    #: whether the manifold is a Euclidean space (FedAvg and SCAFFLSA need one)
+    FLAT: bool = False
+
+    def __init_subclass__(cls, **kwargs):
+        """A subclass that sets ``name`` in its class body is a concrete manifold: check that
+        it implements what it declares, and register it in ``MANIFOLDS``."""
+        super().__init_subclass__(**kwargs)
+        if "name" not in cls.__dict__:
+            return
+        missing = [m for m in sorted(Manifold.__abstractmethods__)
+                   if getattr(getattr(cls, m, None), "__isabstractmethod__", False)]
+        missing += [f"{kind}_{n}" for kind, names in (("retraction", cls.RETRACTIONS),
+                                                      ("transport", cls.TRANSPORTS))
+                    for n in names if not callable(getattr(cls, f"{kind}_{n}", None))]
+        if missing or not cls.TRANSPORTS:
+            raise TypeError(f"manifold {cls.name!r} ({cls.__module__}.{cls.__qualname__}) does "
+                            f"not implement {', '.join(missing) or 'any transport (TRANSPORTS)'}")
+        extra = set(cls.ISOMETRIC_TRANSPORTS) - set(cls.TRANSPORTS)
+        if extra:
+            raise TypeError(f"manifold {cls.name!r}: ISOMETRIC_TRANSPORTS {sorted(extra)} are "
+                            f"not in TRANSPORTS; allowed: {', '.join(cls.TRANSPORTS)}")
+        MANIFOLDS.add(cls)
 
     def __init__(self, point_shape: tuple[int, ...], dim: int,
                  retraction: str | None = None, transport: str | None = None):
@@ -56,6 +102,12 @@ class Manifold:
         return (f"{type(self).__name__}(point_shape={self.point_shape}, "
                 f"retraction={self.retraction_name!r}, transport={self.transport_name!r})")
 
+    @classmethod
+    @abc.abstractmethod
+    def examples(cls) -> list[Manifold]:
+        """Small instances for the shared tests: the sizes the experiments run at and generic
+        ones, with every retraction and transport worth testing."""
+
     # ---- shapes -----------------------------------------------------------
     @property
     def point_ndim(self) -> int:
@@ -70,22 +122,22 @@ class Manifold:
         return batch_sum(a, self.point_ndim)
 
     # ---- metric -----------------------------------------------------------
+    @abc.abstractmethod
     def inner(self, x: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:
         """<u, v>_x for each agent: ``(S,)``."""
-        raise NotImplementedError
 
     def norm(self, x: np.ndarray, u: np.ndarray) -> np.ndarray:
         """||u||_x for each agent: ``(S,)``."""
         return np.sqrt(np.maximum(self.inner(x, u, u), 0.0))
 
     # ---- tangent spaces ---------------------------------------------------
+    @abc.abstractmethod
     def projection(self, x: np.ndarray, u: np.ndarray) -> np.ndarray:
         """Orthogonal projection of an ambient vector onto T_x M."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def euclidean_to_riemannian_gradient(self, x: np.ndarray, egrad: np.ndarray) -> np.ndarray:
         """Riemannian gradient from the Euclidean gradient of a smooth extension."""
-        raise NotImplementedError
 
     def zero_vector(self, x: np.ndarray) -> np.ndarray:
         return np.zeros_like(x)
@@ -98,12 +150,20 @@ class Manifold:
     def retraction_exp(self, x: np.ndarray, u: np.ndarray) -> np.ndarray:
         return self.exp(x, u)
 
+    @abc.abstractmethod
     def exp(self, x: np.ndarray, u: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
+        """Exp_x(u): ``(S, *point_shape)``."""
 
+    @_placeholder
     def log(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        """Exp_x^{-1}(y)."""
-        raise NotImplementedError
+        """Exp_x^{-1}(y): ``(S, *point_shape)``."""
+        raise NotImplementedError(
+            f"{self.name} has no closed-form logarithm (Exp^{{-1}} would need an iterative "
+            f"solver); use a retraction-based algorithm, or offers('tangent_mean', retraction)")
+
+    def dist(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """Riemannian distance for each agent, ||Log_x(y)||_x: ``(S,)``."""
+        return self.norm(x, self.log(x, y))
 
     # ---- what the manifold offers ----------------------------------------------
     #: the capabilities ``offers`` answers for; algorithms declare what they need in these words
@@ -112,18 +172,24 @@ class Manifold:
     @classmethod
     def offers(cls, capability: str, retraction: str | None = None) -> bool:
         """Whether this manifold (with ``retraction``, default the first of RETRACTIONS) offers
-        ``capability``: ``flat`` (Euclidean space), ``log`` (closed-form Exp^{-1}),
-        ``tangent_mean`` (Log, or an inverse of the retraction), ``nearest_point`` (the
-        Euclidean projection P_M onto a compact embedded submanifold)."""
+        ``capability``, each read off one declaration:
+
+        - ``flat``: Euclidean space (the class sets ``FLAT = True``);
+        - ``log``: closed-form Exp^{-1} (the class implements ``log``);
+        - ``tangent_mean``: ``log``, or an inverse of the retraction (the class implements
+          ``inverse_retraction_<retraction>``; none for a name it does not know);
+        - ``nearest_point``: the Euclidean projection P_M onto a compact embedded submanifold
+          (the class implements ``nearest_point``).
+        """
         if capability == "flat":
-            return cls.name == "euclidean"
+            return bool(cls.FLAT)
         if capability == "log":
-            return cls.HAS_LOG
+            return _implements(cls, "log")
         if capability == "tangent_mean":
             name = retraction or cls.RETRACTIONS[0]
-            return cls.HAS_LOG or hasattr(cls, f"inverse_retraction_{name}")
+            return _implements(cls, "log") or _implements(cls, f"inverse_retraction_{name}")
         if capability == "nearest_point":
-            return cls.nearest_point is not Manifold.nearest_point
+            return _implements(cls, "nearest_point")
         raise ValueError(f"unknown manifold capability {capability!r}; allowed: "
                          f"{', '.join(cls.CAPABILITIES)}")
 
@@ -131,34 +197,26 @@ class Manifold:
 
     def tangent_log(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """Lift y to T_x M for the tangent mean: Exp_x^{-1}(y), or R_x^{-1}(y) where Log has no
-        closed form (Stiefel: the inverse of the polar retraction)."""
-        if self.HAS_LOG:
+        closed form (Stiefel: the inverse of the polar retraction). ``(S, *point_shape)``."""
+        if self.offers("log"):
             return self.log(x, y)
-        inverse = getattr(self, f"inverse_retraction_{self.retraction_name}", None)
-        if inverse is None:
+        if not self.offers("tangent_mean", self.retraction_name):
             raise NotImplementedError(
                 f"{self.name} has no closed-form Log and retraction {self.retraction_name!r} has no "
                 f"inverse here; the tangent mean (RFedAvg, RFedSVRG) cannot be formed")
-        return inverse(x, y)
+        return getattr(self, f"inverse_retraction_{self.retraction_name}")(x, y)
 
     def tangent_exp(self, x: np.ndarray, u: np.ndarray) -> np.ndarray:
         """The map back from the tangent mean: Exp_x(u), or R_x(u) paired with ``tangent_log``."""
-        return self.exp(x, u) if self.HAS_LOG else self.retraction(x, u)
-
-    def dist(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        """Riemannian distance for each agent: ``(S,)``."""
-        return self.norm(x, self.log(x, y))
+        return self.exp(x, u) if self.offers("log") else self.retraction(x, u)
 
     # ---- vector transport -------------------------------------------------
     def transport(self, x: np.ndarray, y: np.ndarray, u: np.ndarray) -> np.ndarray:
         """Transport u in T_x M to T_y M, with the transport chosen at construction."""
         return self._transport(x, y, u)
 
-    def transport_projection(self, x: np.ndarray, y: np.ndarray, u: np.ndarray) -> np.ndarray:
-        """Projection transport P_{T_y M}(u) (embedded manifolds)."""
-        return self.projection(y, u)
-
     # ---- projection onto the manifold ------------------------------------
+    @_placeholder
     def nearest_point(self, x: np.ndarray) -> np.ndarray:
         """Euclidean projection P_M of ambient points onto the manifold: ``(S, *point_shape)``."""
         raise NotImplementedError(
@@ -166,9 +224,9 @@ class Manifold:
             f"submanifold (sphere, stiefel)")
 
     # ---- random objects ---------------------------------------------------
+    @abc.abstractmethod
     def random_point(self, rng: np.random.Generator, n: int = 1) -> np.ndarray:
         """``(n, *point_shape)`` random points."""
-        raise NotImplementedError
 
     def random_tangent(self, rng: np.random.Generator, x: np.ndarray) -> np.ndarray:
         """A random unit tangent vector at each point of ``x``."""
@@ -177,10 +235,41 @@ class Manifold:
         return u / nrm
 
     # ---- checks -----------------------------------------------------------
+    @abc.abstractmethod
     def distance_from_manifold(self, x: np.ndarray) -> np.ndarray:
         """How far each point is from satisfying the manifold's constraints: ``(S,)``."""
-        raise NotImplementedError
 
     def to_pymanopt(self):
         """The equivalent pymanopt manifold (one point, no agents axis)."""
-        raise NotImplementedError
+        raise NotImplementedError(f"{self.name} has no pymanopt equivalent here")
+
+
+class EmbeddedSubmanifold(Manifold):
+    """A Riemannian submanifold of R^{point_shape}: the metric is the Euclidean inner product
+    of the embedding, T_x M a linear subspace of it and ``projection`` the orthogonal
+    projection onto T_x M.
+
+    Then the Riemannian gradient of f is the projection of the Euclidean gradient of any
+    smooth extension (Absil, Mahony & Sepulchre 2008, eq. 3.37), and projecting onto T_y M is a
+    vector transport. Subclasses implement ``projection``; a Riemannian quotient whose
+    horizontal spaces are such subspaces (Grassmann on orthonormal representatives) fits too.
+    """
+
+    TRANSPORTS = ("projection",)
+
+    @functools.cached_property
+    def _inner_subscripts(self) -> str:
+        axes = "ijklmnopqr"[:self.point_ndim]
+        return f"s{axes},s{axes}->s"
+
+    def inner(self, x, u, v):
+        """<u, v>_x = sum of u * v over the point axes: ``(S,)``."""
+        return np.einsum(self._inner_subscripts, u, v)
+
+    def euclidean_to_riemannian_gradient(self, x, egrad):
+        """grad f(x) = P_x(egrad), the Euclidean gradient projected onto T_x M."""
+        return self.projection(x, egrad)
+
+    def transport_projection(self, x: np.ndarray, y: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """Projection transport P_{T_y M}(u)."""
+        return self.projection(y, u)

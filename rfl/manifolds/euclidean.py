@@ -7,26 +7,33 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Manifold
+from .base import EmbeddedSubmanifold
 
 
-class Euclidean(Manifold):
+class Euclidean(EmbeddedSubmanifold):
     """R^{shape} with the Frobenius inner product; Exp is addition, transport is the identity."""
 
     name = "euclidean"
+    FLAT = True
     RETRACTIONS = ("exp",)
     TRANSPORTS = ("identity", "projection")
+    ISOMETRIC_TRANSPORTS = ("identity", "projection")
 
     def __init__(self, *shape: int, retraction: str | None = None, transport: str | None = None):
         super().__init__(shape, int(np.prod(shape)), retraction, transport)
 
+    @classmethod
+    def examples(cls):
+        """R^8 (the LSA's features), R^3 and matrices R^{3 x 2}."""
+        return [cls(8), cls(3, transport="projection"), cls(3, 2)]
+
     def inner(self, x, u, v):
+        """<u, v> = sum(u * v) by ``np.sum`` (pairwise summation), for any number of axes."""
         return self._sum(u * v)
 
     def projection(self, x, u):
+        """T_x R^{shape} = R^{shape}: the identity."""
         return u
-
-    euclidean_to_riemannian_gradient = projection
 
     def exp(self, x, u):
         return x + u

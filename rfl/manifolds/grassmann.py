@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Manifold
+from .base import EmbeddedSubmanifold
 from .stiefel import _polar, _qf, complement_transport
 
 
@@ -18,12 +18,23 @@ def _t(a: np.ndarray) -> np.ndarray:
     return a.swapaxes(-1, -2)
 
 
-class Grassmann(Manifold):
-    """Gr(r, m) with <xi, eta>_U = tr(xi^T eta) on the horizontal space."""
+class Grassmann(EmbeddedSubmanifold):
+    """Gr(r, m) with <xi, eta>_U = tr(xi^T eta) on the horizontal space.
+
+    An embedded submanifold in its horizontal-space representation: the horizontal space
+    H_U = {xi : U^T xi = 0} is a linear subspace of R^{m x r}, the metric is the Euclidean one
+    restricted to it and (I - U U^T) is the orthogonal projection onto it. The horizontal lift
+    of grad f is (I - U U^T) G, G the Euclidean gradient at U of a smooth extension of f o pi:
+    f o pi is constant along the fibres U O(r), so the Stiefel gradient G - U sym(U^T G) is
+    horizontal, U^T G is symmetric and the two projections agree (Absil, Mahony & Sepulchre
+    2008, 3.6.2). The retractions, Exp, Log and dist commute with U -> U Q (lifts at U Q are
+    xi Q), so they are maps between subspaces.
+    """
 
     name = "grassmann"
     RETRACTIONS = ("svd", "exp")
     TRANSPORTS = ("parallelization", "projection")
+    ISOMETRIC_TRANSPORTS = ("parallelization",)
 
     def __init__(self, m: int, r: int, retraction: str | None = None,
                  transport: str | None = None):
@@ -32,15 +43,18 @@ class Grassmann(Manifold):
         super().__init__((m, r), r * (m - r), retraction, transport)
         self.m, self.r = m, r
 
-    def inner(self, x, u, v):
-        """<xi, eta>_U = tr(xi^T eta)  (Appendix E)."""
-        return np.einsum("sij,sij->s", u, v)
+    @classmethod
+    def examples(cls):
+        """Gr(5, 100) (multitask) and Gr(2..4, 100), Gr(3..5, 28) (School) and Gr(2, 28), Gr(2, 10)
+        (smoke sizes), Gr(3, 64) (kPCA's subspace distance) and Gr(3, 8) with each map."""
+        return ([cls(100, r, "svd", "parallelization") for r in (5, 4, 3, 2)]
+                + [cls(28, r, "svd", "parallelization") for r in (3, 4, 5, 2)]
+                + [cls(10, 2, "svd", "parallelization"), cls(64, 3, "exp", "projection"),
+                   cls(8, 3, "exp", "parallelization"), cls(8, 3, "svd", "projection")])
 
     def projection(self, x, u):
         """Projection onto the horizontal space: P_U(G) = (I - U U^T) G."""
         return u - x @ (_t(x) @ u)
-
-    euclidean_to_riemannian_gradient = projection
 
     def retraction_svd(self, x, u):
         """R_U(xi) = P Q^T with P S Q^T the thin SVD of U + xi  (Appendix E)."""

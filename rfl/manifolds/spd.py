@@ -65,6 +65,12 @@ class SPD(Manifold):
     name = "spd"
     RETRACTIONS = ("exp",)
     TRANSPORTS = ("parallel",)
+    ISOMETRIC_TRANSPORTS = ("parallel",)
+
+    @classmethod
+    def examples(cls):
+        """SPD(2) (CFMSPD; closed-form eigendecompositions), SPD(3) and SPD(5)."""
+        return [cls(2), cls(3), cls(5)]
 
     def __init__(self, n: int, retraction: str | None = None, transport: str | None = None):
         super().__init__((n, n), n * (n + 1) // 2, retraction, transport)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Manifold
+from .base import EmbeddedSubmanifold
 
 
 def _col(a: np.ndarray) -> np.ndarray:
@@ -24,25 +24,32 @@ else:                                           # pragma: no cover
         return np.einsum("si,si->s", a, b)
 
 
-class Sphere(Manifold):
+class Sphere(EmbeddedSubmanifold):
     """S^{n-1} embedded in R^n with the Euclidean metric."""
 
     name = "sphere"
     RETRACTIONS = ("normalize", "exp")
     TRANSPORTS = ("parallel", "projection")
+    ISOMETRIC_TRANSPORTS = ("parallel",)
 
     def __init__(self, n: int, retraction: str | None = None, transport: str | None = None):
         super().__init__((n,), n - 1, retraction, transport)
         self.n = n
 
+    @classmethod
+    def examples(cls):
+        """S^25 (CPESph, n = d + 1 = 26) and its smoke size S^8, the circle and S^2."""
+        return [cls(26, "normalize", "parallel"), cls(26, "exp", "projection"),
+                cls(9, "normalize", "parallel"), cls(2, "exp", "parallel"),
+                cls(3, "normalize", "projection")]
+
     def inner(self, x, u, v):
+        """<u, v> = u^T u, row-wise by ``np.vecdot`` (the fastest for vectors)."""
         return _dot(u, v)
 
     def projection(self, x, u):
         """P_x(u) = u - (x^T u) x."""
         return u - _col(_dot(x, u)) * x
-
-    euclidean_to_riemannian_gradient = projection
 
     def retraction_normalize(self, x, u):
         """R_x(u) = (x + u) / ||x + u||  (Appendix E)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg
 
-from .base import Manifold
+from .base import EmbeddedSubmanifold
 
 
 def _t(a: np.ndarray) -> np.ndarray:
@@ -122,13 +122,13 @@ def complement_transport(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndar
     return w - y @ (_t(y) @ w)
 
 
-class Stiefel(Manifold):
-    """St(p, n) with the embedded metric <U, V>_X = tr(U^T V)."""
+class Stiefel(EmbeddedSubmanifold):
+    """St(p, n) with the embedded metric <U, V>_X = tr(U^T V)  (Appendix E); no closed-form Log."""
 
     name = "stiefel"
-    HAS_LOG = False
     RETRACTIONS = ("polar", "qr")
     TRANSPORTS = ("parallelization", "projection")
+    ISOMETRIC_TRANSPORTS = ("parallelization",)
 
     def __init__(self, n: int, p: int, retraction: str | None = None,
                  transport: str | None = None):
@@ -137,15 +137,19 @@ class Stiefel(Manifold):
         super().__init__((n, p), n * p - p * (p + 1) // 2, retraction, transport)
         self.n, self.p = n, p
 
-    def inner(self, x, u, v):
-        """<U, V>_X = tr(U^T V)  (Appendix E)."""
-        return np.einsum("sij,sij->s", u, v)
+    @classmethod
+    def examples(cls):
+        """St(2, 25) (MBCFSti) and St(2, 6) (its smoke size), St(3, 64) and St(2, 64) (kPCA),
+        p = 1 and p = 2 (closed-form polar factors), p = 3 and the square St(3, 3) = O(3)."""
+        return [cls(25, 2, "polar", "parallelization"), cls(25, 2, "qr", "projection"),
+                cls(6, 2, "polar", "parallelization"), cls(64, 3, "polar", "parallelization"),
+                cls(64, 2, "polar", "parallelization"), cls(25, 1, "polar", "parallelization"),
+                cls(5, 1, "qr", "projection"), cls(7, 3, "polar", "projection"),
+                cls(7, 3, "qr", "parallelization"), cls(3, 3, "polar", "parallelization")]
 
     def projection(self, x, u):
         """P_X(U) = U - X sym(X^T U)."""
         return u - x @ _sym(_t(x) @ u)
-
-    euclidean_to_riemannian_gradient = projection
 
     def retraction_polar(self, x, u):
         """R_X(V) = (X + V)(I_p + V^T V)^{-1/2}  (Appendix E, polar retraction).
@@ -168,15 +172,6 @@ class Stiefel(Manifold):
         blk = np.block([[a, -_t(u) @ u], [eye, a]])
         top = scipy.linalg.expm(blk)[..., :, :p]
         return np.concatenate([x, u], axis=-1) @ top @ scipy.linalg.expm(-a)
-
-    def log(self, x, y):
-        raise NotImplementedError(
-            "Stiefel has no closed-form logarithm (Exp^{-1} needs an iterative "
-            "solver); use a retraction-based algorithm instead")
-
-    def dist(self, x, y):
-        raise NotImplementedError(
-            "Stiefel geodesic distance needs the logarithm, which has no closed form")
 
     def transport_parallelization(self, x, y, u):
         """Isometric transport by parallelization (Huang-Absil-Gallivan 2018;
