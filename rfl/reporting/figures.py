@@ -179,7 +179,7 @@ def experiment_figure(spec: dict, tables, out_pdf) -> None:
         ax.set_ylabel(metric_label(metric, problems))
         ax.grid(True, which="major", alpha=0.3)
     n_seeds = max(len(r) for r in groups.values())
-    fig.suptitle(f"{spec['title']}  (median over {n_seeds} seeds, band: min-max)", fontsize=9)
+    fig.suptitle(f"{spec['title']}\n(median over {n_seeds} seeds, band: min-max)", fontsize=9)
     axes[0][0].legend(fontsize=7, ncol=2)
     fig.tight_layout()
     save_figure(fig, out_pdf)

@@ -1,0 +1,5 @@
+"""``python -m rfl``: the same command line as ``rfl``, for environments without the script on PATH."""
+
+from rfl.cli import main
+
+raise SystemExit(main())
