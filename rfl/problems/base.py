@@ -9,6 +9,7 @@ risk (5.1) of the paper; with equal N_j it is (1/S) sum_j f_j.
 from __future__ import annotations
 
 import abc
+import copy
 import inspect
 
 import numpy as np
@@ -19,6 +20,19 @@ from rfl.manifolds import Manifold
 #: what a problem with a ``name`` (a registered, workflow-ready problem) must define itself
 REGISTERED_REQUIRES = ("from_arrays", "local_sizes_from", "generate", "minibatch_egrad",
                        "local_egrad", "local_cost")
+#: property schemas that most problems' parameters share
+COUNT = {"type": "integer", "minimum": 1}
+POSITIVE = {"type": "number", "exclusiveMinimum": 0}
+NONNEGATIVE = {"type": "number", "minimum": 0}
+
+
+def object_schema(required: dict, optional: dict | None = None, **keywords) -> dict:
+    """JSON schema of a dataset's ``params``: the ``required`` properties, the ``optional``
+    ones and no others (``keywords`` such as ``description`` are added as they are)."""
+    return copy.deepcopy({**keywords, "type": "object", "additionalProperties": False,
+                          "required": list(required), "properties": {**required, **(optional or {})}})
+
+
 #: the kinds of local field a problem may declare (``Problem.field``)
 FIELDS = ("gradient", "linear_field")
 
@@ -187,3 +201,17 @@ class Problem(abc.ABC):
     def initial_point(self, rng: np.random.Generator) -> np.ndarray:
         """The starting point x_1 of every method for one seed."""
         return self.manifold.random_point(rng, 1)[0]
+
+
+class SampleArrayProblem(Problem):
+    """A problem whose data instance is one array ``Z: (S, N, ...)`` of N samples for each of
+    S agents (dataset params ``S`` and ``N``), built as ``cls(Z, retraction=..., transport=...)``."""
+
+    @classmethod
+    def from_arrays(cls, arrays, params=None, **geometry):
+        return cls(arrays["Z"], **geometry)
+
+    @staticmethod
+    def local_sizes_from(params: dict):
+        """(S,) local sizes: N samples for each of the S agents."""
+        return [params["N"]] * params["S"]

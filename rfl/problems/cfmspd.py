@@ -31,7 +31,7 @@ from rfl.manifolds import SPD
 from rfl.manifolds.spd import eigh_sym
 
 from ._batching import batch_chunks
-from .base import Problem
+from .base import COUNT, POSITIVE, SampleArrayProblem, object_schema
 
 
 def _t(a: np.ndarray) -> np.ndarray:
@@ -116,22 +116,14 @@ def frechet_mean_fixed_point(Z_all: np.ndarray, tol: float = 1e-12, max_iter: in
                        f"iterations (last ||mean Log||={nrm:.3e})")
 
 
-class CFMSPD(Problem):
+class CFMSPD(SampleArrayProblem):
     """Z: (S, N, d, d) agents' SPD samples."""
 
     name = "cfmspd"
     manifold_class = SPD
-    params_schema = {
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["d", "S", "N"],
-        "properties": {
-            "d": {"type": "integer", "minimum": 1},
-            "S": {"type": "integer", "minimum": 1},
-            "N": {"type": "integer", "minimum": 1},
-            "D_W": {"type": "number", "exclusiveMinimum": 0},
-        },
-    }
+    params_schema = object_schema(
+        required={"d": COUNT, "S": COUNT, "N": COUNT},
+        optional={"D_W": POSITIVE})
     test_params = {"d": 2, "S": 3, "N": 4, "D_W": 1.0}
 
     @classmethod
@@ -151,15 +143,6 @@ class CFMSPD(Problem):
                             f"{rate:.1e} of its Wishart draws, too few for S*N = {need} samples "
                             f"within 10^7 draws; allowed: a larger D_W or a smaller d")]
         return []
-
-    @classmethod
-    def from_arrays(cls, arrays, params=None, **geometry):
-        return cls(arrays["Z"], **geometry)
-
-    @staticmethod
-    def local_sizes_from(params: dict):
-        """(S,) local sizes implied by the dataset parameters (d, D_W, S, N)."""
-        return [params["N"]] * params["S"]
 
     def __init__(self, Z: np.ndarray, retraction: str | None = None, transport: str | None = None):
         self.Z = np.asarray(Z, dtype=float)

@@ -14,26 +14,17 @@ from rfl.data import cpesph as data
 from rfl.manifolds import Sphere
 
 from ._batching import gram_apply
-from .base import Problem
+from .base import COUNT, POSITIVE, SampleArrayProblem, object_schema
 
 
-class CPESph(Problem):
+class CPESph(SampleArrayProblem):
     """Z: (S, N, n) agents' samples (rows), n = d + 1."""
 
     name = "cpesph"
     manifold_class = Sphere
-    params_schema = {
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["d", "nu", "S", "N"],
-        "properties": {
-            "d": {"type": "integer", "minimum": 5},
-            "nu": {"type": "number", "exclusiveMinimum": 0},
-            "S": {"type": "integer", "minimum": 1},
-            "N": {"type": "integer", "minimum": 1},
-            "heterogeneous": {"type": "boolean"},
-        },
-    }
+    params_schema = object_schema(
+        required={"d": {"type": "integer", "minimum": 5}, "nu": POSITIVE, "S": COUNT, "N": COUNT},
+        optional={"heterogeneous": {"type": "boolean"}})
     test_params = {"d": 5, "nu": 0.1, "S": 3, "N": 8}
 
     @classmethod
@@ -48,15 +39,6 @@ class CPESph(Problem):
             return [("N", f"{params['N']} is smaller than d+1 = {params['d'] + 1} (U_i needs "
                           f"orthonormal columns); allowed: N >= {params['d'] + 1}")]
         return []
-
-    @classmethod
-    def from_arrays(cls, arrays, params=None, **geometry):
-        return cls(arrays["Z"], **geometry)
-
-    @staticmethod
-    def local_sizes_from(params: dict):
-        """(S,) local sizes implied by the dataset parameters (d, nu, S, N)."""
-        return [params["N"]] * params["S"]
 
     def __init__(self, Z: np.ndarray, retraction: str | None = None, transport: str | None = None):
         self.Z = np.asarray(Z, dtype=float)

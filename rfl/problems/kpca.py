@@ -29,7 +29,7 @@ from rfl.data.kpca import n_per_agent_from
 from rfl.manifolds import Grassmann, Stiefel
 
 from ._batching import gram_apply
-from .base import Problem
+from .base import COUNT, Problem, object_schema
 
 
 class KPCA(Problem):
@@ -37,17 +37,11 @@ class KPCA(Problem):
 
     name = "kpca"
     manifold_class = Stiefel
-    params_schema = {
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["S", "r", "split"],
-        "properties": {
-            "S": {"type": "integer", "minimum": 1, "maximum": 1740},
-            "r": {"type": "integer", "minimum": 1, "maximum": 64},
-            "split": {"enum": ["iid", "label"]},
-            "n_per_agent": {"type": "integer", "minimum": 1},
-        },
-    }
+    params_schema = object_schema(
+        required={"S": {"type": "integer", "minimum": 1, "maximum": 1740},
+                  "r": {"type": "integer", "minimum": 1, "maximum": 64},
+                  "split": {"enum": ["iid", "label"]}},
+        optional={"n_per_agent": COUNT})
     test_params = {"S": 3, "r": 2, "split": "label", "n_per_agent": 10}
 
     @classmethod

@@ -22,7 +22,7 @@ from rfl.data import mbcfsti as data
 from rfl.manifolds import Stiefel
 
 from ._batching import kernel_inputs, kernels
-from .base import Problem
+from .base import COUNT, NONNEGATIVE, Problem, object_schema
 
 
 class MBCFSti(Problem):
@@ -30,18 +30,9 @@ class MBCFSti(Problem):
 
     name = "mbcfsti"
     manifold_class = Stiefel
-    params_schema = {
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["d", "p", "S", "N"],
-        "properties": {
-            "d": {"type": "integer", "minimum": 2},
-            "p": {"type": "integer", "minimum": 1},
-            "S": {"type": "integer", "minimum": 1},
-            "N": {"type": "integer", "minimum": 1},
-            "heterogeneity": {"type": "number", "minimum": 0},
-        },
-    }
+    params_schema = object_schema(
+        required={"d": {"type": "integer", "minimum": 2}, "p": COUNT, "S": COUNT, "N": COUNT},
+        optional={"heterogeneity": NONNEGATIVE})
     test_params = {"d": 5, "p": 2, "S": 3, "N": 4}
 
     @classmethod

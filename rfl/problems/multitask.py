@@ -113,7 +113,7 @@ from rfl.data.school import nmse, unpad
 from rfl.manifolds import Grassmann
 
 from ._batching import CHUNK_BYTES, checked_indices, is_consecutive
-from .base import Problem
+from .base import COUNT, NONNEGATIVE, Problem, object_schema
 
 #: lambda of the paper's School experiment (Section 5.2).
 SCHOOL_LAMBDA = 1e-3
@@ -147,21 +147,9 @@ class MultitaskFeatures(Problem):
     manifold_class = Grassmann
     metrics = ("subspace_dist",)
     metric_labels = {"subspace_dist": r"dist$(\mathcal{U}_t, \mathcal{U}^*)$"}
-    params_schema = {
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["S", "N", "m", "r"],
-        "properties": {
-            "S": {"type": "integer", "minimum": 1},
-            "N": {"type": "integer", "minimum": 1},
-            "m": {"type": "integer", "minimum": 2},
-            "r": {"type": "integer", "minimum": 1},
-            "d_min": {"type": "integer", "minimum": 1},
-            "d_max": {"type": "integer", "minimum": 1},
-            "noise": {"type": "number", "minimum": 0},
-            "lam": {"type": "number", "minimum": 0},
-        },
-    }
+    params_schema = object_schema(
+        required={"S": COUNT, "N": COUNT, "m": {"type": "integer", "minimum": 2}, "r": COUNT},
+        optional={"d_min": COUNT, "d_max": COUNT, "noise": NONNEGATIVE, "lam": NONNEGATIVE})
     test_params = {"S": 3, "N": 4, "m": 6, "r": 2, "d_min": 3, "d_max": 6, "noise": 0.1,
                    "lam": 0.05}
 

@@ -181,10 +181,16 @@ class ProblemContract:
         assert all(np.isfinite(v) for v in values.values())
 
     # ---- gradients -----------------------------------------------------------------------
-    def test_egrad_is_the_gradient_of_cost(self, case):
+    @staticmethod
+    def _gradient_problem(case):
+        """The case's problem, or a skip when its field is not the gradient of its cost."""
         _, problem = build(case)
         if problem.field != "gradient":
             pytest.skip(f"{problem.name}: a {problem.field} is not the gradient of the cost")
+        return problem
+
+    def test_egrad_is_the_gradient_of_cost(self, case):
+        problem = self._gradient_problem(case)
         rng = np.random.default_rng(4)
         m = problem.manifold
         for _ in range(3):
@@ -195,9 +201,7 @@ class ProblemContract:
             _close(fd, exact, FD_RTOL, scale)
 
     def test_full_batch_minibatch_egrad_is_the_gradient_of_local_cost(self, case):
-        _, problem = build(case)
-        if problem.field != "gradient":
-            pytest.skip(f"{problem.name}: a {problem.field} is not the gradient of the cost")
+        problem = self._gradient_problem(case)
         rng = np.random.default_rng(5)
         m = problem.manifold
         for j in range(problem.n_agents):
