@@ -345,7 +345,11 @@ def validate(config: dict, schema_path: str | Path = SCHEMA_PATH) -> dict:
 
 
 def load(path: str | Path) -> dict:
-    return validate(yaml.safe_load(Path(path).read_text()))
+    """A config file read with ``rfl.io.read_yaml`` (duplicate keys, alias bombs and deep
+    nesting refused, naming the file), then validated."""
+    from rfl import io
+
+    return validate(io.read_yaml(path))
 
 
 # ---- expansion --------------------------------------------------------------

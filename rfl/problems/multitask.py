@@ -534,7 +534,7 @@ class SchoolMultitask(MultitaskFeatures):
     def generate(cls, rng, raw_path, S, N, train_fraction=0.8, r=None, lam=None):
         """One random train/test split of the School data (``rfl.data.school.split_school``);
         r, lam belong to the problem."""
-        X, y, schools = school.encode_features(school.parse_ilea(raw_path))
+        X, y, schools = school.encode_features(school.parse_ilea(school.verified_ilea(raw_path)))
         split = school.split_school(X, y, schools, rng=rng, train_fraction=train_fraction,
                                     n_agents=S, tasks_per_agent=N)
         return {k: np.asarray(v) for k, v in split.items()}
