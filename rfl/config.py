@@ -20,6 +20,7 @@ from __future__ import annotations
 import copy
 import functools
 import math
+import os
 from pathlib import Path
 
 import jsonschema
@@ -144,6 +145,9 @@ FIELD_TEXT = {
     "gradient": "the Riemannian gradient of a cost",
     "linear_field": "a linear field A(Z) theta - b(Z), which is not a gradient",
 }
+#: figures the workflow draws itself (heterogeneity, lsa): no figure of a config may take the name
+RESERVED_FIGURES = ("fig_heterogeneity",)
+RESERVED_FIGURE_PREFIXES = ("fig_fedlsa_scafflsa_",)
 #: a method's keys besides the options its algorithm declares
 METHOD_KEYS = ("algorithm", "K", "participation")
 
@@ -246,6 +250,29 @@ def _experiment_errors(config: dict) -> list[str]:
         for i, m in enumerate(exp["methods"]):
             msgs.extend(_method_errors(m, where + ["methods", i], cls, exp["dataset"], retraction,
                                        len(sizes)))
+        msgs.extend(_run_id_errors(exp, where))
+    return msgs
+
+
+def _run_id_errors(exp: dict, where: list) -> list[str]:
+    """Two runs of one experiment with one run id would write one file: the second would
+    silently replace the first. The run id holds algorithm, K, participation and seed only."""
+    msgs, first = [], {}
+    for i, m in enumerate(exp["methods"]):
+        Ks = m.get("K") if _algorithm(m["algorithm"]).federated else [None]
+        for K in Ks or [None]:
+            rid = run_id(m["algorithm"], K, 0, m.get("participation"))[: -len("0")] + "*"
+            if rid in first:
+                j = first[rid]
+                same = (f"K = {K} twice" if j == i else f"the same runs ({rid}) as methods.{j}")
+                msgs.append(f"config key {_key(where + ['methods', i])}: {same}, whose files "
+                            f"would overwrite each other (a run id holds the algorithm, K, "
+                            f"participation and seed, not options such as "
+                            f"{', '.join(k for k in m if k not in METHOD_KEYS) or 'server_step'}); "
+                            f"allowed: methods that differ in algorithm, K or participation (put "
+                            f"a variant with other options in its own experiment)")
+                break
+            first[rid] = i
     return msgs
 
 
@@ -254,6 +281,12 @@ def _figure_and_table_errors(config: dict) -> list[str]:
     exps = config["experiments"]
     for fname, fig in config.get("figures", {}).items():
         where = ["figures", fname]
+        if fname in RESERVED_FIGURES or fname.startswith(RESERVED_FIGURE_PREFIXES):
+            msgs.append(f"config key {_key(where)}: {fname!r} is the name of a figure the "
+                        f"workflow draws itself ({', '.join(RESERVED_FIGURES)}, "
+                        f"{', '.join(p + '<setting>' for p in RESERVED_FIGURE_PREFIXES)}); "
+                        f"allowed: any other name")
+            continue
         if fig["experiment"] not in exps:
             msgs.append(f"config key {_key(where + ['experiment'])}: {fig['experiment']!r} is not an "
                         f"experiment of this config; allowed: {', '.join(exps)}")
@@ -264,10 +297,16 @@ def _figure_and_table_errors(config: dict) -> list[str]:
             if metric not in allowed:
                 msgs.append(f"config key {_key(where + ['metrics', i])}: {metric!r} is not recorded "
                             f"for problem {problem!r}; allowed: {', '.join(allowed)}")
+    labels = {}
     for label, ename in config.get("heterogeneity", {}).get("experiments", {}).items():
         if ename not in exps:
             msgs.append(f"config key heterogeneity.experiments.{label}: {ename!r} is not an "
                         f"experiment; allowed: {', '.join(exps)}")
+        elif ename in labels:
+            msgs.append(f"config key heterogeneity.experiments.{label}: experiment {ename!r} "
+                        f"already has the label {labels[ename]!r}; allowed: one label per "
+                        f"experiment")
+        labels.setdefault(ename, label)
     lsa_exps = [e for e, x in exps.items() if config["datasets"][x["dataset"]]["problem"] == "lsa"]
     for i, ename in enumerate(config.get("lsa", {}).get("experiments", [])):
         where = ["lsa", "experiments", i]
@@ -297,6 +336,13 @@ def _figure_and_table_errors(config: dict) -> list[str]:
             if row[key] not in exps:
                 msgs.append(f"config key {_key(['tables', 'table1', 'rows', i, key])}: {row[key]!r} "
                             f"is not an experiment; allowed: {', '.join(exps)}")
+                continue
+            rule = exps[row[key]].get("step", {}).get("rule")
+            if rule != key:
+                right = [e for e, x in exps.items() if x.get("step", {}).get("rule") == key]
+                msgs.append(f"config key {_key(['tables', 'table1', 'rows', i, key])}: experiment "
+                            f"{row[key]!r} has step rule {rule!r}, not {key!r}; allowed: "
+                            f"{', '.join(right) or f'none in this config has a {key} step'}")
     for r, ename in tables.get("table2", {}).get("experiments", {}).items():
         where = ["tables", "table2", "experiments", r]
         if ename not in exps:
@@ -305,6 +351,57 @@ def _figure_and_table_errors(config: dict) -> list[str]:
         elif "test_nmse" not in PROBLEMS[config["datasets"][exps[ename]["dataset"]]["problem"]].metrics:
             msgs.append(f"config key {_key(where)}: experiment {ename!r} records no test_nmse; "
                         f"Table 2 needs a School experiment")
+        else:
+            dataset = exps[ename]["dataset"]
+            r_data = config["datasets"][dataset]["params"].get("r")
+            if str(r_data) != str(r):
+                msgs.append(f"config key {_key(where)}: the label r = {r} but experiment "
+                            f"{ename!r} runs dataset {dataset!r} with params.r = {r_data}; "
+                            f"allowed: the label {r_data}")
+    return msgs
+
+
+#: system directories no output may go to, nor anything inside them
+SYSTEM_DIRS = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/proc", "/sbin",
+               "/sys", "/usr")
+#: system roots no output may go to directly (a directory of one's own inside them may)
+SYSTEM_ROOTS = ("/", "/home", "/media", "/mnt", "/opt", "/run", "/srv", "/var")
+
+
+def _path_error(key: str, value: str) -> str | None:
+    """Why directory ``value`` (config key ``key``) must not be written to, or None: a relative
+    path must stay inside the working directory; an absolute one must be an existing, writable
+    directory outside the system's own."""
+    if not value:
+        return None
+    if not os.path.isabs(value):
+        norm = os.path.normpath(value)
+        if norm == ".." or norm.startswith("../"):
+            return (f"config key {key}: {value!r} leaves the working directory (it normalises to "
+                    f"{norm!r}); allowed: a relative path inside it, or an existing writable "
+                    f"absolute directory")
+        return None
+    norm = os.path.normpath(value)
+    real = os.path.realpath(value)
+    for p in {norm, real}:
+        if p in SYSTEM_ROOTS or any(p == d or p.startswith(d + "/") for d in SYSTEM_DIRS):
+            return (f"config key {key}: {value!r} is (inside) a system directory; allowed: a "
+                    f"directory of your own (e.g. under your home or /tmp), or a relative path")
+    if not os.path.isdir(value):
+        return (f"config key {key}: {value!r} does not exist or is not a directory; allowed: "
+                f"an existing writable directory (create it first), or a relative path")
+    if not os.access(value, os.W_OK | os.X_OK):
+        return f"config key {key}: {value!r} is not writable; allowed: a writable directory"
+    return None
+
+
+def _path_errors(config: dict) -> list[str]:
+    msgs = []
+    for key, value in (("output_dir", config.get("output_dir", "")),
+                       ("school.cache_dir", config.get("school", {}).get("cache_dir", ""))):
+        why = _path_error(key, value)
+        if why:
+            msgs.append(why)
     return msgs
 
 
@@ -316,8 +413,8 @@ def validate(config: dict, schema_path: str | Path = SCHEMA_PATH) -> dict:
                           f"datasets, experiments, figures, ...")
     config = copy.deepcopy(config)
     schema = load_schema(schema_path)
-    for check in (_key_errors, lambda c: _schema_errors(c, schema), lambda c: _dataset_errors(c, schema),
-                  _experiment_errors, _figure_and_table_errors):
+    for check in (_key_errors, lambda c: _schema_errors(c, schema), _path_errors,
+                  lambda c: _dataset_errors(c, schema), _experiment_errors, _figure_and_table_errors):
         msgs = check(config)
         if msgs:
             raise ConfigError("invalid configuration:\n  " + "\n  ".join(msgs))
