@@ -21,6 +21,8 @@ import copy
 import functools
 import math
 import os
+import re
+import sys
 from pathlib import Path
 
 import jsonschema
@@ -63,12 +65,34 @@ def _is_integer(checker, instance) -> bool:
 
 def _is_number(checker, instance) -> bool:
     """A finite int or float: NaN compares false with every bound, and no parameter is infinite."""
-    return (isinstance(instance, (int, float)) and not isinstance(instance, bool)
-            and math.isfinite(instance))
+    if isinstance(instance, bool):
+        return False
+    if isinstance(instance, int):      # no math.isfinite: it would overflow on 10**400
+        return abs(instance) <= sys.float_info.max
+    return isinstance(instance, float) and math.isfinite(instance)
+
+
+def _bound(keyword: str, compare, text: str):
+    """JSON Schema's ``keyword`` for every int (exact, however large) and finite float: the
+    built-in one skips what ``_is_number`` refuses, such as an int beyond the float range."""
+    def check(validator, bound, instance, schema):
+        if (isinstance(instance, (int, float)) and not isinstance(instance, bool)
+                and not (isinstance(instance, float) and math.isnan(instance))
+                and not compare(instance, bound)):
+            yield jsonschema.exceptions.ValidationError(f"{instance!r} is {text} {bound!r}")
+    return check
 
 
 _Validator = jsonschema.validators.extend(
     jsonschema.Draft202012Validator,
+    validators={
+        "maximum": _bound("maximum", lambda v, b: v <= b, "greater than the maximum of"),
+        "minimum": _bound("minimum", lambda v, b: v >= b, "less than the minimum of"),
+        "exclusiveMaximum": _bound("exclusiveMaximum", lambda v, b: v < b,
+                                   "greater than or equal to the maximum of"),
+        "exclusiveMinimum": _bound("exclusiveMinimum", lambda v, b: v > b,
+                                   "less than or equal to the minimum of"),
+    },
     type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine_many(
         {"integer": _is_integer, "number": _is_number}))
 
@@ -92,7 +116,12 @@ def _key_errors(obj, path=()) -> list[str]:
 def _describe(err, prefix=()) -> str:
     path = list(prefix) + list(err.absolute_path)
     allowed = f"; allowed: {', '.join(map(str, err.validator_value))}" if err.validator == "enum" else ""
-    return f"config key {_key(path)}: {err.message}{allowed}"
+    return f"config key {_key(path)}: {_short(err.message)}{allowed}"
+
+
+def _short(text: str) -> str:
+    """``text`` with every integer of more than 15 digits written as ~1.23e45."""
+    return re.sub(r"\d{16,}", lambda m: "~" + _approx(int(m.group())), text)
 
 
 def _schema_errors(config: dict, schema: dict) -> list[str]:
@@ -124,9 +153,54 @@ def _dataset_errors(config: dict, schema: dict) -> list[str]:
             msgs.append(_describe(err, ["datasets", name, "params"]))
     if msgs:
         return msgs
+    msgs = _memory_errors(config)       # before check_params, which may draw a pilot sample
+    if msgs:
+        return msgs
     for name, ds in config["datasets"].items():
         for key, problem in PROBLEMS[ds["problem"]].check_params(ds["params"]):
-            msgs.append(f"config key datasets.{name}.params.{key}: {problem}")
+            msgs.append(f"config key datasets.{name}.params.{key}: {_short(problem)}")
+    return msgs
+
+
+def machine_memory() -> int | None:
+    """Bytes of physical memory of this machine (None where the system does not say)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def _approx(n: int) -> str:
+    """``n`` (an int of any size) in three significant digits, without converting it to a float."""
+    if n < 1000:
+        return str(n)
+    digits = str(n)
+    mantissa = f"{digits[0]}.{digits[1:3]}".rstrip("0").rstrip(".")
+    return f"{mantissa}e{len(digits) - 1}"
+
+
+def _gib(nbytes: int) -> str:
+    gib = nbytes // 2**30
+    return _approx(gib) if gib >= 10 else f"{nbytes / 2**30:.2g}"
+
+
+def _memory_errors(config: dict, available: int | None = None) -> list[str]:
+    """Each dataset's arrays (its problem's ``memory_bytes``) must fit in this machine's memory;
+    the message names the largest of its integer parameters."""
+    available = machine_memory() if available is None else available
+    if not available:
+        return []
+    msgs = []
+    for name, ds in config["datasets"].items():
+        need = PROBLEMS[ds["problem"]].memory_bytes(ds["params"])
+        if need is None or need <= available:
+            continue
+        ints = {k: v for k, v in ds["params"].items() if isinstance(v, int) and not isinstance(v, bool)}
+        key = max(ints, key=ints.get) if ints else None
+        where = f"datasets.{name}.params" + (f".{key} = {_approx(ints[key])}" if key else "")
+        msgs.append(f"config key {where}: dataset {name!r} needs ~{_gib(need)} GiB for its "
+                    f"arrays; this machine has {_gib(available)} GiB; allowed: parameters whose "
+                    f"arrays fit in memory")
     return msgs
 
 

@@ -153,6 +153,11 @@ class CFMSPD(Problem):
         return []
 
     @classmethod
+    def memory_bytes(cls, params):
+        """Z: S*N*d*d float64."""
+        return params["S"] * params["N"] * params["d"] ** 2 * 8
+
+    @classmethod
     def from_arrays(cls, arrays, params=None, **geometry):
         return cls(arrays["Z"], **geometry)
 

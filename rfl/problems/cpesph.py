@@ -50,6 +50,11 @@ class CPESph(Problem):
         return []
 
     @classmethod
+    def memory_bytes(cls, params):
+        """Z: S*N*(d+1) float64."""
+        return params["S"] * params["N"] * (params["d"] + 1) * 8
+
+    @classmethod
     def from_arrays(cls, arrays, params=None, **geometry):
         return cls(arrays["Z"], **geometry)
 
