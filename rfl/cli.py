@@ -286,6 +286,9 @@ def _main(argv: list[str]) -> int:
         if args.command == "runs":            # every spec checked before any run starts
             specs = [read_spec(path, "run") for path in args.specs]
         spec = None if args.command in ("validate", "runs") else read_spec(args.spec, args.command)
+        if args.command in ("table2", "heterogeneity", "lsa") and not args.runs:
+            raise SpecError(f"{args.command}: no run table given; allowed: the run tables "
+                            f"(RUN.csv, with RUN.meta.json beside) of the experiments of {args.spec}")
         if args.command == "validate":
             import yaml
 
@@ -334,7 +337,10 @@ def _main(argv: list[str]) -> int:
             from rfl.reporting.tables import table1
             table1(spec, args.out_csv)
         elif args.command == "table2":
+            from rfl.io import read_run_table
             from rfl.reporting.tables import table2
+            for path in args.runs:                           # every input checked first
+                read_run_table(path)
             table2(spec, args.out_csv, args.runs)
         elif args.command == "heterogeneity":
             from rfl.reporting.heterogeneity import heterogeneity

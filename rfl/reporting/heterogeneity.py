@@ -59,6 +59,9 @@ def collect(spec: dict, tables) -> pd.DataFrame:
 
 def heterogeneity(spec: dict, out_pdf, out_csv, tables) -> pd.DataFrame:
     runs = collect(spec, tables)
+    if runs.empty:       # refused before any output is written
+        raise io.RunTableError(f"none of the {len(tables)} run table(s) given belongs to the "
+                               f"study's experiments ({', '.join(spec['experiments_by_name']) or 'none'})")
     agg = (runs.groupby(["problem", "method", "participation", "K"])
            .agg(mean=("stationary_excess_risk", "mean"), std=("stationary_excess_risk", "std"),
                 seeds=("seed", "count"), diverged=("status", lambda s: int((s != "ok").sum())))

@@ -211,6 +211,11 @@ def lsa_study(spec: dict, out_csv, figures, tables) -> pd.DataFrame:
     if len(figures) != len(spec["settings"]):
         raise ValueError(f"{len(spec['settings'])} settings but {len(figures)} figures")
     runs = collect(tables)
+    missing = [s for s in spec["settings"] if not any(r["setting"] == s for r in runs)]
+    if missing:          # refused before any output is written
+        raise io.RunTableError(f"no FedLSA/SCAFFLSA run table among the {len(tables)} given for "
+                               f"setting(s) {', '.join(map(repr, missing))}; pass the run tables "
+                               f"of the study's experiments")
     table = summary(runs, spec["tail"])
     io.write_table(out_csv, table)
     write_markdown(Path(out_csv).with_suffix(".md"), display(table))
