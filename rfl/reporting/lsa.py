@@ -213,8 +213,8 @@ def lsa_study(spec: dict, out_csv, figures, tables) -> pd.DataFrame:
     runs = collect(tables)
     missing = [s for s in spec["settings"] if not any(r["setting"] == s for r in runs)]
     if missing:          # refused before any output is written
-        raise io.RunTableError(f"no FedLSA/SCAFFLSA run table among the {len(tables)} given for "
-                               f"setting(s) {', '.join(map(repr, missing))}; pass the run tables "
+        raise io.RunTableError(f"no FedLSA/SCAFFLSA run in setting {', '.join(map(repr, missing))} "
+                               f"among the {len(tables)} run table(s) given; pass the run tables "
                                f"of the study's experiments")
     table = summary(runs, spec["tail"])
     io.write_table(out_csv, table)
