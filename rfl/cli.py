@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import zipfile
 from pathlib import Path
@@ -194,9 +195,84 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _unknown_options(parser: argparse.ArgumentParser, argv: list[str]) -> str | None:
+    """The first option in ``argv`` that neither ``rfl`` nor its subcommand takes (found before
+    any argument's file is looked at, so the message names the option, not a file)."""
+    choices = parser._subparsers._group_actions[0].choices
+    known = set(parser._option_string_actions)
+    in_command = False
+    for token in argv:
+        if token == "--":
+            return None
+        if not in_command and token in choices:
+            known, in_command = set(choices[token]._option_string_actions), True
+            continue
+        name = token.split("=", 1)[0]
+        if (token.startswith("-") and token != "-" and name not in known
+                and not (name.startswith("--") and any(k.startswith(name) for k in known))):
+            return token
+    return None
+
+
+#: per subcommand, the arguments that name files it writes, and the suffixes it writes beside them
+_OUTPUTS = {
+    "data": (("out",), ()), "reference": (("out",), ()),
+    "run": (("out_table", "out_meta"), ()), "runs": (("tables", "metas"), ()),
+    "figure": (("out_pdf",), (".png",)), "fetch-school": (("out",), ()),
+    "table1": (("out_csv",), (".md", ".tex")), "table2": (("out_csv",), (".md", ".tex")),
+    "heterogeneity": (("out_pdf", "out_csv"), (".png", ".md")),
+    "lsa": (("out_csv", "figures"), (".png", ".md")), "reproduction": (("out_md",), ()),
+}
+
+
+def _output_error(path: str) -> str | None:
+    """Why ``path`` cannot be written (a directory, under a file, in an unwritable directory)."""
+    p = Path(path)
+    if p.is_dir():
+        return f"output {path} is a directory; allowed: the path of a file"
+    parent = p.parent
+    while not parent.exists():
+        if parent == parent.parent:
+            break
+        parent = parent.parent
+    if parent.exists() and not parent.is_dir():
+        return f"output {path}: {parent} is a file, not a directory"
+    if not os.access(parent, os.W_OK | os.X_OK):
+        return f"output {path}: directory {parent} is not writable"
+    if p.exists() and not os.access(p, os.W_OK) and not os.access(parent, os.W_OK):
+        return f"output {path} is not writable"
+    return None
+
+
+def _check_outputs(args) -> str | None:
+    names, beside = _OUTPUTS.get(args.command, ((), ()))
+    for name in names:
+        values = getattr(args, name)
+        for value in values if isinstance(values, list) else [values]:
+            for path in [value] + [str(Path(value).with_suffix(x)) for x in beside]:
+                why = _output_error(path)
+                if why:
+                    return why
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(sys.argv[1:] if argv is None else list(argv))
+    except KeyboardInterrupt:
+        print("rfl: interrupted (Ctrl-C); no output of this step was completed", file=sys.stderr)
+        return 130
+
+
+def _main(argv: list[str]) -> int:
     parser = build_parser()
+    bad = _unknown_options(parser, argv)
+    if bad is not None and bad not in ("-h", "--help"):
+        parser.error(f"unrecognized arguments: {bad}")
     args = parser.parse_args(argv)
+    why = _check_outputs(args)
+    if why:
+        parser.error(why)
     if args.command == "runs":
         lengths = {k: len(getattr(args, k)) for k in ("specs", "data", "references", "tables", "metas")}
         if len(set(lengths.values())) != 1:
@@ -204,11 +280,15 @@ def main(argv: list[str] | None = None) -> int:
                          f"the same length, got {lengths}")
     from rfl.config import ConfigError
     from rfl.data.school import ChecksumMismatchError, DataUnavailableError
+    from rfl.io import RunTableError, YAMLError
 
     try:
         if args.command == "runs":            # every spec checked before any run starts
             specs = [read_spec(path, "run") for path in args.specs]
         spec = None if args.command in ("validate", "runs") else read_spec(args.spec, args.command)
+        if args.command in ("table2", "heterogeneity", "lsa") and not args.runs:
+            raise SpecError(f"{args.command}: no run table given; allowed: the run tables "
+                            f"(RUN.csv, with RUN.meta.json beside) of the experiments of {args.spec}")
         if args.command == "validate":
             import yaml
 
@@ -257,7 +337,10 @@ def main(argv: list[str] | None = None) -> int:
             from rfl.reporting.tables import table1
             table1(spec, args.out_csv)
         elif args.command == "table2":
+            from rfl.io import read_run_table
             from rfl.reporting.tables import table2
+            for path in args.runs:                           # every input checked first
+                read_run_table(path)
             table2(spec, args.out_csv, args.runs)
         elif args.command == "heterogeneity":
             from rfl.reporting.heterogeneity import heterogeneity
@@ -269,13 +352,27 @@ def main(argv: list[str] | None = None) -> int:
                                 f"{spec['settings']}, but {len(args.figures)} figure(s) after --figures")
             lsa_study(spec, args.out_csv, args.figures, args.runs)
         elif args.command == "reproduction":
+            from rfl.io import read_run_table
             from rfl.reporting.reproduction import write_report
+            for experiment, paths in spec["runs"].items():   # every input checked first
+                if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+                    raise SpecError(f"{args.spec}: key 'runs.{experiment}' must be a list of "
+                                    f"run table paths")
+                for path in paths:
+                    read_run_table(path)
             write_report(spec, args.out_md)
-    except (ConfigError, SpecError) as exc:
+    except (ConfigError, SpecError, RunTableError, YAMLError) as exc:
         print(f"rfl: error: {exc}", file=sys.stderr)
         return 2
-    except (DataUnavailableError, ChecksumMismatchError) as exc:
+    except ChecksumMismatchError as exc:
         print(f"rfl: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
+    except DataUnavailableError as exc:
+        print(f"rfl: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 1
+    except OSError as exc:        # the machine (a full disk, a vanished file), not the inputs
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"rfl: error: {where}{exc.strerror or exc}", file=sys.stderr)
         return 1
     return 0
 

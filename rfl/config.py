@@ -20,6 +20,9 @@ from __future__ import annotations
 import copy
 import functools
 import math
+import os
+import re
+import sys
 from pathlib import Path
 
 import jsonschema
@@ -62,12 +65,34 @@ def _is_integer(checker, instance) -> bool:
 
 def _is_number(checker, instance) -> bool:
     """A finite int or float: NaN compares false with every bound, and no parameter is infinite."""
-    return (isinstance(instance, (int, float)) and not isinstance(instance, bool)
-            and math.isfinite(instance))
+    if isinstance(instance, bool):
+        return False
+    if isinstance(instance, int):      # no math.isfinite: it would overflow on 10**400
+        return abs(instance) <= sys.float_info.max
+    return isinstance(instance, float) and math.isfinite(instance)
+
+
+def _bound(keyword: str, compare, text: str):
+    """JSON Schema's ``keyword`` for every int (exact, however large) and finite float: the
+    built-in one skips what ``_is_number`` refuses, such as an int beyond the float range."""
+    def check(validator, bound, instance, schema):
+        if (isinstance(instance, (int, float)) and not isinstance(instance, bool)
+                and not (isinstance(instance, float) and math.isnan(instance))
+                and not compare(instance, bound)):
+            yield jsonschema.exceptions.ValidationError(f"{instance!r} is {text} {bound!r}")
+    return check
 
 
 _Validator = jsonschema.validators.extend(
     jsonschema.Draft202012Validator,
+    validators={
+        "maximum": _bound("maximum", lambda v, b: v <= b, "greater than the maximum of"),
+        "minimum": _bound("minimum", lambda v, b: v >= b, "less than the minimum of"),
+        "exclusiveMaximum": _bound("exclusiveMaximum", lambda v, b: v < b,
+                                   "greater than or equal to the maximum of"),
+        "exclusiveMinimum": _bound("exclusiveMinimum", lambda v, b: v > b,
+                                   "less than or equal to the minimum of"),
+    },
     type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine_many(
         {"integer": _is_integer, "number": _is_number}))
 
@@ -91,7 +116,12 @@ def _key_errors(obj, path=()) -> list[str]:
 def _describe(err, prefix=()) -> str:
     path = list(prefix) + list(err.absolute_path)
     allowed = f"; allowed: {', '.join(map(str, err.validator_value))}" if err.validator == "enum" else ""
-    return f"config key {_key(path)}: {err.message}{allowed}"
+    return f"config key {_key(path)}: {_short(err.message)}{allowed}"
+
+
+def _short(text: str) -> str:
+    """``text`` with every integer of more than 15 digits written as ~1.23e45."""
+    return re.sub(r"\d{16,}", lambda m: "~" + _approx(int(m.group())), text)
 
 
 def _schema_errors(config: dict, schema: dict) -> list[str]:
@@ -123,9 +153,54 @@ def _dataset_errors(config: dict, schema: dict) -> list[str]:
             msgs.append(_describe(err, ["datasets", name, "params"]))
     if msgs:
         return msgs
+    msgs = _memory_errors(config)       # before check_params, which may draw a pilot sample
+    if msgs:
+        return msgs
     for name, ds in config["datasets"].items():
         for key, problem in PROBLEMS[ds["problem"]].check_params(ds["params"]):
-            msgs.append(f"config key datasets.{name}.params.{key}: {problem}")
+            msgs.append(f"config key datasets.{name}.params.{key}: {_short(problem)}")
+    return msgs
+
+
+def machine_memory() -> int | None:
+    """Bytes of physical memory of this machine (None where the system does not say)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def _approx(n: int) -> str:
+    """``n`` (an int of any size) in three significant digits, without converting it to a float."""
+    if n < 1000:
+        return str(n)
+    digits = str(n)
+    mantissa = f"{digits[0]}.{digits[1:3]}".rstrip("0").rstrip(".")
+    return f"{mantissa}e{len(digits) - 1}"
+
+
+def _gib(nbytes: int) -> str:
+    gib = nbytes // 2**30
+    return _approx(gib) if gib >= 10 else f"{nbytes / 2**30:.2g}"
+
+
+def _memory_errors(config: dict, available: int | None = None) -> list[str]:
+    """Each dataset's arrays (its problem's ``memory_bytes``) must fit in this machine's memory;
+    the message names the largest of its integer parameters."""
+    available = machine_memory() if available is None else available
+    if not available:
+        return []
+    msgs = []
+    for name, ds in config["datasets"].items():
+        need = PROBLEMS[ds["problem"]].memory_bytes(ds["params"])
+        if need is None or need <= available:
+            continue
+        ints = {k: v for k, v in ds["params"].items() if isinstance(v, int) and not isinstance(v, bool)}
+        key = max(ints, key=ints.get) if ints else None
+        where = f"datasets.{name}.params" + (f".{key} = {_approx(ints[key])}" if key else "")
+        msgs.append(f"config key {where}: dataset {name!r} needs ~{_gib(need)} GiB for its "
+                    f"arrays; this machine has {_gib(available)} GiB; allowed: parameters whose "
+                    f"arrays fit in memory")
     return msgs
 
 
@@ -144,6 +219,9 @@ FIELD_TEXT = {
     "gradient": "the Riemannian gradient of a cost",
     "linear_field": "a linear field A(Z) theta - b(Z), which is not a gradient",
 }
+#: figures the workflow draws itself (heterogeneity, lsa): no figure of a config may take the name
+RESERVED_FIGURES = ("fig_heterogeneity",)
+RESERVED_FIGURE_PREFIXES = ("fig_fedlsa_scafflsa_",)
 #: a method's keys besides the options its algorithm declares
 METHOD_KEYS = ("algorithm", "K", "participation")
 
@@ -246,6 +324,29 @@ def _experiment_errors(config: dict) -> list[str]:
         for i, m in enumerate(exp["methods"]):
             msgs.extend(_method_errors(m, where + ["methods", i], cls, exp["dataset"], retraction,
                                        len(sizes)))
+        msgs.extend(_run_id_errors(exp, where))
+    return msgs
+
+
+def _run_id_errors(exp: dict, where: list) -> list[str]:
+    """Two runs of one experiment with one run id would write one file: the second would
+    silently replace the first. The run id holds algorithm, K, participation and seed only."""
+    msgs, first = [], {}
+    for i, m in enumerate(exp["methods"]):
+        Ks = m.get("K") if _algorithm(m["algorithm"]).federated else [None]
+        for K in Ks or [None]:
+            rid = run_id(m["algorithm"], K, 0, m.get("participation"))[: -len("0")] + "*"
+            if rid in first:
+                j = first[rid]
+                same = (f"K = {K} twice" if j == i else f"the same runs ({rid}) as methods.{j}")
+                msgs.append(f"config key {_key(where + ['methods', i])}: {same}, whose files "
+                            f"would overwrite each other (a run id holds the algorithm, K, "
+                            f"participation and seed, not options such as "
+                            f"{', '.join(k for k in m if k not in METHOD_KEYS) or 'server_step'}); "
+                            f"allowed: methods that differ in algorithm, K or participation (put "
+                            f"a variant with other options in its own experiment)")
+                break
+            first[rid] = i
     return msgs
 
 
@@ -254,6 +355,12 @@ def _figure_and_table_errors(config: dict) -> list[str]:
     exps = config["experiments"]
     for fname, fig in config.get("figures", {}).items():
         where = ["figures", fname]
+        if fname in RESERVED_FIGURES or fname.startswith(RESERVED_FIGURE_PREFIXES):
+            msgs.append(f"config key {_key(where)}: {fname!r} is the name of a figure the "
+                        f"workflow draws itself ({', '.join(RESERVED_FIGURES)}, "
+                        f"{', '.join(p + '<setting>' for p in RESERVED_FIGURE_PREFIXES)}); "
+                        f"allowed: any other name")
+            continue
         if fig["experiment"] not in exps:
             msgs.append(f"config key {_key(where + ['experiment'])}: {fig['experiment']!r} is not an "
                         f"experiment of this config; allowed: {', '.join(exps)}")
@@ -264,10 +371,16 @@ def _figure_and_table_errors(config: dict) -> list[str]:
             if metric not in allowed:
                 msgs.append(f"config key {_key(where + ['metrics', i])}: {metric!r} is not recorded "
                             f"for problem {problem!r}; allowed: {', '.join(allowed)}")
+    labels = {}
     for label, ename in config.get("heterogeneity", {}).get("experiments", {}).items():
         if ename not in exps:
             msgs.append(f"config key heterogeneity.experiments.{label}: {ename!r} is not an "
                         f"experiment; allowed: {', '.join(exps)}")
+        elif ename in labels:
+            msgs.append(f"config key heterogeneity.experiments.{label}: experiment {ename!r} "
+                        f"already has the label {labels[ename]!r}; allowed: one label per "
+                        f"experiment")
+        labels.setdefault(ename, label)
     lsa_exps = [e for e, x in exps.items() if config["datasets"][x["dataset"]]["problem"] == "lsa"]
     for i, ename in enumerate(config.get("lsa", {}).get("experiments", [])):
         where = ["lsa", "experiments", i]
@@ -297,6 +410,13 @@ def _figure_and_table_errors(config: dict) -> list[str]:
             if row[key] not in exps:
                 msgs.append(f"config key {_key(['tables', 'table1', 'rows', i, key])}: {row[key]!r} "
                             f"is not an experiment; allowed: {', '.join(exps)}")
+                continue
+            rule = exps[row[key]].get("step", {}).get("rule")
+            if rule != key:
+                right = [e for e, x in exps.items() if x.get("step", {}).get("rule") == key]
+                msgs.append(f"config key {_key(['tables', 'table1', 'rows', i, key])}: experiment "
+                            f"{row[key]!r} has step rule {rule!r}, not {key!r}; allowed: "
+                            f"{', '.join(right) or f'none in this config has a {key} step'}")
     for r, ename in tables.get("table2", {}).get("experiments", {}).items():
         where = ["tables", "table2", "experiments", r]
         if ename not in exps:
@@ -305,6 +425,57 @@ def _figure_and_table_errors(config: dict) -> list[str]:
         elif "test_nmse" not in PROBLEMS[config["datasets"][exps[ename]["dataset"]]["problem"]].metrics:
             msgs.append(f"config key {_key(where)}: experiment {ename!r} records no test_nmse; "
                         f"Table 2 needs a School experiment")
+        else:
+            dataset = exps[ename]["dataset"]
+            r_data = config["datasets"][dataset]["params"].get("r")
+            if str(r_data) != str(r):
+                msgs.append(f"config key {_key(where)}: the label r = {r} but experiment "
+                            f"{ename!r} runs dataset {dataset!r} with params.r = {r_data}; "
+                            f"allowed: the label {r_data}")
+    return msgs
+
+
+#: system directories no output may go to, nor anything inside them
+SYSTEM_DIRS = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/proc", "/sbin",
+               "/sys", "/usr")
+#: system roots no output may go to directly (a directory of one's own inside them may)
+SYSTEM_ROOTS = ("/", "/home", "/media", "/mnt", "/opt", "/run", "/srv", "/var")
+
+
+def _path_error(key: str, value: str) -> str | None:
+    """Why directory ``value`` (config key ``key``) must not be written to, or None: a relative
+    path must stay inside the working directory; an absolute one must be an existing, writable
+    directory outside the system's own."""
+    if not value:
+        return None
+    if not os.path.isabs(value):
+        norm = os.path.normpath(value)
+        if norm == ".." or norm.startswith("../"):
+            return (f"config key {key}: {value!r} leaves the working directory (it normalises to "
+                    f"{norm!r}); allowed: a relative path inside it, or an existing writable "
+                    f"absolute directory")
+        return None
+    norm = os.path.normpath(value)
+    real = os.path.realpath(value)
+    for p in {norm, real}:
+        if p in SYSTEM_ROOTS or any(p == d or p.startswith(d + "/") for d in SYSTEM_DIRS):
+            return (f"config key {key}: {value!r} is (inside) a system directory; allowed: a "
+                    f"directory of your own (e.g. under your home or /tmp), or a relative path")
+    if not os.path.isdir(value):
+        return (f"config key {key}: {value!r} does not exist or is not a directory; allowed: "
+                f"an existing writable directory (create it first), or a relative path")
+    if not os.access(value, os.W_OK | os.X_OK):
+        return f"config key {key}: {value!r} is not writable; allowed: a writable directory"
+    return None
+
+
+def _path_errors(config: dict) -> list[str]:
+    msgs = []
+    for key, value in (("output_dir", config.get("output_dir", "")),
+                       ("school.cache_dir", config.get("school", {}).get("cache_dir", ""))):
+        why = _path_error(key, value)
+        if why:
+            msgs.append(why)
     return msgs
 
 
@@ -316,8 +487,8 @@ def validate(config: dict, schema_path: str | Path = SCHEMA_PATH) -> dict:
                           f"datasets, experiments, figures, ...")
     config = copy.deepcopy(config)
     schema = load_schema(schema_path)
-    for check in (_key_errors, lambda c: _schema_errors(c, schema), lambda c: _dataset_errors(c, schema),
-                  _experiment_errors, _figure_and_table_errors):
+    for check in (_key_errors, lambda c: _schema_errors(c, schema), _path_errors,
+                  lambda c: _dataset_errors(c, schema), _experiment_errors, _figure_and_table_errors):
         msgs = check(config)
         if msgs:
             raise ConfigError("invalid configuration:\n  " + "\n  ".join(msgs))
@@ -345,7 +516,11 @@ def validate(config: dict, schema_path: str | Path = SCHEMA_PATH) -> dict:
 
 
 def load(path: str | Path) -> dict:
-    return validate(yaml.safe_load(Path(path).read_text()))
+    """A config file read with ``rfl.io.read_yaml`` (duplicate keys, alias bombs and deep
+    nesting refused, naming the file), then validated."""
+    from rfl import io
+
+    return validate(io.read_yaml(path))
 
 
 # ---- expansion --------------------------------------------------------------

@@ -204,6 +204,130 @@ def read_table(path) -> pd.DataFrame:
     return pd.read_csv(path)
 
 
+class RunTableError(ValueError):
+    """A run table or its metadata that a figure or table must not use."""
+
+
+#: the status of a row or run
+RUN_STATUSES = ("ok", "diverged")
+#: the metadata keys readers of run tables use, with their types
+_META_KEYS = {"spec": dict, "status": str, "rounds_completed": int, "commit": str, "versions": dict}
+_META_SPEC_KEYS = {"experiment": str, "run_id": str, "algorithm": dict, "dataset": dict, "rounds": int}
+
+
+def run_meta_path(table_path) -> Path:
+    """The metadata record beside run table ``X.csv``: ``X.meta.json``."""
+    p = Path(table_path)
+    stem = p.name[: -len(".csv")] if p.name.endswith(".csv") else p.name
+    return p.with_name(stem + ".meta.json")
+
+
+def _type_ok(value, want) -> bool:
+    return isinstance(value, want) and not (want is int and isinstance(value, bool))
+
+
+def read_run_meta(path) -> dict:
+    """The metadata record of a run (``X.meta.json``), checked for the keys its readers use;
+    RunTableError (one line naming the file) otherwise."""
+    path = Path(path)
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise RunTableError(f"{path}: the metadata of a run table is missing") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        why = f"{exc.msg} at line {exc.lineno}" if isinstance(exc, json.JSONDecodeError) else "not UTF-8"
+        raise RunTableError(f"{path}: run metadata is not valid JSON ({why}); rerun the run") from None
+    if not isinstance(meta, dict):
+        raise RunTableError(f"{path}: run metadata must be a JSON object, got {type(meta).__name__}")
+    for keys, obj, prefix in ((_META_KEYS, meta, ""), (_META_SPEC_KEYS, meta.get("spec"), "spec.")):
+        for key, want in keys.items():
+            if key not in obj:
+                raise RunTableError(f"{path}: run metadata lacks key {prefix + key!r}; rerun the run")
+            if not _type_ok(obj[key], want):
+                raise RunTableError(f"{path}: run metadata key {prefix + key!r} must be "
+                                    f"{want.__name__}, got {json.dumps(obj[key])[:60]}")
+    spec = meta["spec"]
+    if not _type_ok(spec["algorithm"].get("name"), str):
+        raise RunTableError(f"{path}: run metadata lacks key 'spec.algorithm.name'; rerun the run")
+    if not _type_ok(spec["dataset"].get("problem"), str):
+        raise RunTableError(f"{path}: run metadata lacks key 'spec.dataset.problem'; rerun the run")
+    if meta["status"] not in RUN_STATUSES:
+        raise RunTableError(f"{path}: run metadata status {meta['status']!r}; allowed: "
+                            f"{', '.join(RUN_STATUSES)}")
+    if not 0 <= meta["rounds_completed"] <= spec["rounds"]:
+        raise RunTableError(f"{path}: rounds_completed = {meta['rounds_completed']} is outside "
+                            f"0..{spec['rounds']} (the spec's rounds)")
+    return meta
+
+
+def read_run_table(path) -> tuple[pd.DataFrame, dict]:
+    """A run table ``X.csv`` and its metadata ``X.meta.json``, both checked before any figure or
+    table uses them: the metadata (``read_run_meta``); the table's columns (those of
+    ``rfl.runner.COLUMNS`` and the problem's metrics); rows t = 0..rounds_completed in order,
+    as many as the metadata says; each row's status ok or diverged, diverged only in the last
+    row and only when the metadata says diverged; a finite cost and excess_risk in every ok
+    row. Anything else raises RunTableError, one line naming the file and what is wrong."""
+    from rfl.registry import PROBLEMS
+    from rfl.runner import COLUMNS
+
+    path = Path(path)
+    meta = read_run_meta(run_meta_path(path))
+    try:
+        table = pd.read_csv(path)
+    except FileNotFoundError:
+        raise RunTableError(f"{path}: no such run table") from None
+    except pd.errors.EmptyDataError:
+        raise RunTableError(f"{path}: the run table is empty; rerun the run") from None
+    except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
+        raise RunTableError(f"{path}: not a CSV run table ({' '.join(str(exc).split())[:120]})") from None
+    problem = meta["spec"]["dataset"]["problem"]
+    extra = list(PROBLEMS[problem].metrics) if problem in PROBLEMS else []
+    missing = [c for c in COLUMNS + extra if c not in table.columns]
+    if missing:
+        raise RunTableError(f"{path}: run table lacks column(s) {', '.join(missing)}; "
+                            f"needed: {', '.join(COLUMNS + extra)}")
+    n = len(table)
+    want = meta["rounds_completed"] + 1
+    if n == 0:
+        raise RunTableError(f"{path}: the run table has a header and no rows; rerun the run")
+    numeric = [c for c in COLUMNS + extra if c != "status"]
+    for col in numeric:
+        if not pd.api.types.is_numeric_dtype(table[col]):
+            raise RunTableError(f"{path}: column {col!r} holds non-numbers "
+                                f"(e.g. {table[col].astype(str).iloc[0]!r}); allowed: numbers")
+    rounds = table["round"].to_numpy()
+    if not (np.isfinite(rounds).all() and (rounds == np.arange(n)).all()):
+        bad = int(np.flatnonzero(~(rounds == np.arange(n)))[0])
+        raise RunTableError(f"{path}: rows must be rounds 0..{n - 1} in order; row {bad} has round "
+                            f"{rounds[bad]}")
+    status = table["status"]
+    bad_status = ~status.isin(RUN_STATUSES)
+    if bad_status.any():
+        i = int(np.flatnonzero(bad_status.to_numpy())[0])
+        raise RunTableError(f"{path}: row {i} has status {status.iloc[i]!r} (a row cut short?); "
+                            f"allowed: {', '.join(RUN_STATUSES)}")
+    if n != want:
+        raise RunTableError(f"{path}: {n} rows, but its metadata says rounds 0..{want - 1} "
+                            f"({want} rows); the table is incomplete or not this run's")
+    diverged = (status == "diverged").to_numpy()
+    if diverged[:-1].any():
+        i = int(np.flatnonzero(diverged)[0])
+        raise RunTableError(f"{path}: row {i} is diverged but rows follow it; a run stops at "
+                            f"divergence")
+    if bool(diverged[-1]) != (meta["status"] == "diverged"):
+        raise RunTableError(f"{path}: the last row's status is {status.iloc[-1]!r} but the "
+                            f"metadata says {meta['status']!r}")
+    ok = ~diverged
+    for col in ("cost", "excess_risk"):
+        values = table[col].to_numpy(dtype=float)
+        bad = ok & ~np.isfinite(values)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise RunTableError(f"{path}: row {i} has status ok but {col} = {values[i]}; "
+                                f"allowed: a finite number in every ok row")
+    return table, meta
+
+
 def write_arrays(path, arrays: dict[str, np.ndarray]) -> None:
     with atomic_path(path) as tmp:
         with open(tmp, "wb") as fh:

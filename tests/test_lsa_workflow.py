@@ -13,7 +13,6 @@ import copy
 import json
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from rfl import cli, io, runner
@@ -23,6 +22,7 @@ from rfl.registry import PROBLEMS
 from rfl.problems.lsa import FederatedLSA
 from rfl.reporting import lsa as lsa_report
 from rfl.reporting.reproduction import Report, lsa_section
+from rfl.testing.run_files import write_run
 
 BASE = {
     "datasets": {
@@ -200,14 +200,12 @@ T, RHO = 40, 0.5
 def _write_run(root, setting, N, eta, H, method, seed, curve, predicted):
     path = root / f"{setting}_N{N}_H{H}" / f"{method}_K{H}_seed{seed}.csv"
     path.parent.mkdir(parents=True, exist_ok=True)
-    io.write_table(path, pd.DataFrame({"round": np.arange(len(curve)), "excess_risk": curve,
-                                       "status": "ok"}))
     spec = {"experiment": path.parent.name, "seed": seed,
-            "dataset": {"params": {"setting": setting, "n_agents": N, "oracle": "exact"}},
+            "dataset": {"problem": "lsa", "params": {"setting": setting, "n_agents": N, "oracle": "exact"}},
             "algorithm": {"name": method, "K": H, "batch_size": 1, "participation": None},
             "step": {"rule": "fixed", "alpha": eta}}
-    io.write_json(path.with_name(path.name[:-4] + ".meta.json"),
-                  {"spec": spec, "status": "ok", "predictions": {"fedlsa_bias_sq": predicted}})
+    write_run(path, {"round": np.arange(len(curve)), "excess_risk": curve, "status": "ok"}, spec,
+              predictions={"fedlsa_bias_sq": predicted})
     return path
 
 

@@ -13,12 +13,12 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import matplotlib.pyplot as plt
-import pandas as pd
 import pytest
 
 from rfl import config as rflconfig
 from rfl import io
 from rfl.reporting import figures
+from rfl.testing.run_files import write_run
 from rfl.workflow import LIGHT, PIN, Plan, alternatives, pinned, raw_inputs_of
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -201,9 +201,8 @@ def test_runs_are_grouped_in_legend_order(tmp_path):
     for i, (name, K) in enumerate([("rlbfgs", None), ("rfedavg", 5), ("rfedags", 10), ("rfedags", 1),
                                    ("rfedsvrg", 5), ("rsd", None)]):
         path = tmp_path / f"r{i}.csv"
-        pd.DataFrame({"round": [0], "excess_risk": [1.0], "status": ["ok"]}).to_csv(path, index=False)
-        io.write_json(figures.meta_path(path), {"spec": {"algorithm": {"name": name, "K": K},
-                                                         "dataset": {"problem": "kpca"}}})
+        write_run(path, {"round": [0], "excess_risk": [1.0], "status": ["ok"]},
+                  {"algorithm": {"name": name, "K": K}, "dataset": {"problem": "kpca"}})
         tables.append(path)
     groups, problems = figures._load_runs(tables)
     assert [k[:2] for k in groups] == [("rfedags", 1), ("rfedags", 10), ("rfedavg", 5), ("rfedsvrg", 5),

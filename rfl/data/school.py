@@ -62,6 +62,7 @@ __all__ = [
     "DataUnavailableError",
     "ChecksumMismatchError",
     "fetch_ilea",
+    "verified_ilea",
     "parse_ilea",
     "encode_features",
     "load_school",
@@ -251,6 +252,46 @@ def fetch_ilea(dest_dir: str | os.PathLike, mirror: str | os.PathLike | None = N
             + (detail + " " if detail else "")
             + _how_to(dest)
         ) from exc
+
+
+def _in_mirror(path: Path) -> bool:
+    """Whether ``path`` lies in the mirror named by $RFL_SCHOOL_MIRROR (never deleted here)."""
+    mirror = os.environ.get(MIRROR_ENV, "").strip()
+    if not mirror:
+        return False
+    try:
+        path.resolve().relative_to(Path(mirror).expanduser().resolve())
+        return True
+    except (ValueError, OSError):
+        return False
+
+
+def verified_ilea(path: str | os.PathLike) -> Path:
+    """``path`` if it holds the pinned ILEA567.DAT (sha256 :data:`ILEA_SHA256`).
+
+    A file with another sha256 (a truncated, edited or stale copy) is deleted, unless it lies
+    in the mirror directory ($RFL_SCHOOL_MIRROR), and :class:`ChecksumMismatchError` says how
+    to get a good copy: the data step never parses it.
+    """
+    path = Path(path)
+    try:
+        actual = _sha256(path)
+    except OSError as exc:
+        raise DataUnavailableError(f"cannot read {path}: {exc.strerror or exc}; "
+                                   + _how_to(path)) from None
+    if actual == ILEA_SHA256:
+        return path
+    size = path.stat().st_size
+    deleted = not _in_mirror(path)
+    if deleted:
+        path.unlink()
+    raise ChecksumMismatchError(
+        f"{path} has sha256 {actual} ({size} bytes), expected {ILEA_SHA256} (276515 bytes): "
+        f"a truncated or altered copy; "
+        + ("it was deleted and not used; rerun the workflow to fetch it again, or set "
+           f"{MIRROR_ENV} to a directory holding a good {ILEA_FILENAME}" if deleted else
+           f"it lies in the mirror ${MIRROR_ENV} and was not used; replace it with a good copy"),
+        expected=ILEA_SHA256, actual=actual, source=str(path))
 
 
 # ---------------------------------------------------------------------------

@@ -15,8 +15,37 @@ row's samples (a repeated index counts twice).
 
 from __future__ import annotations
 
-import numba
-import numpy as np
+import os
+import tempfile
+
+
+def _numba_cache_dir() -> None:
+    """Where numba caches the compiled kernels: beside this file (its __pycache__) when that is
+    writable, else (a read-only install) a user cache directory, set as NUMBA_CACHE_DIR before
+    numba is imported; a NUMBA_CACHE_DIR the user set is kept."""
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        return
+    here = os.path.dirname(os.path.abspath(__file__))
+    pycache = os.path.join(here, "__pycache__")
+    target = pycache if os.path.isdir(pycache) else here
+    if os.access(target, os.W_OK | os.X_OK):
+        return
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    for root in (base, tempfile.gettempdir()):
+        path = os.path.join(root, "rfl", "numba")
+        try:
+            os.makedirs(path, exist_ok=True)
+        except OSError:
+            continue
+        if os.access(path, os.W_OK | os.X_OK):
+            os.environ["NUMBA_CACHE_DIR"] = path
+            return
+
+
+_numba_cache_dir()
+
+import numba  # noqa: E402
+import numpy as np  # noqa: E402
 
 #: reassociation (vectorised sums) and fused multiply-add; no assumptions about NaN or inf
 FASTMATH = {"reassoc", "contract"}

@@ -114,6 +114,13 @@ class Problem(abc.ABC):
         return []
 
     @classmethod
+    def memory_bytes(cls, params: dict) -> int | None:
+        """Bytes of the arrays a dataset with ``params`` (valid under ``params_schema``) holds,
+        estimated in exact integer arithmetic (so any size is estimated without overflow); the
+        config refuses a dataset larger than the machine's memory. None = not estimated."""
+        return None
+
+    @classmethod
     def from_arrays(cls, arrays: dict, params: dict, **geometry) -> "Problem":
         """Build from the arrays the data step wrote and the dataset's parameters."""
         raise NotImplementedError

@@ -144,6 +144,11 @@ class CFMSPD(SampleArrayProblem):
                             f"within 10^7 draws; allowed: a larger D_W or a smaller d")]
         return []
 
+    @classmethod
+    def memory_bytes(cls, params):
+        """Z: S*N*d*d float64."""
+        return params["S"] * params["N"] * params["d"] ** 2 * 8
+
     def __init__(self, Z: np.ndarray, retraction: str | None = None, transport: str | None = None):
         self.Z = np.asarray(Z, dtype=float)
         if self.Z.ndim != 4 or self.Z.shape[-1] != self.Z.shape[-2]:

@@ -40,6 +40,11 @@ class CPESph(SampleArrayProblem):
                           f"orthonormal columns); allowed: N >= {params['d'] + 1}")]
         return []
 
+    @classmethod
+    def memory_bytes(cls, params):
+        """Z: S*N*(d+1) float64."""
+        return params["S"] * params["N"] * (params["d"] + 1) * 8
+
     def __init__(self, Z: np.ndarray, retraction: str | None = None, transport: str | None = None):
         self.Z = np.asarray(Z, dtype=float)
         S, N, n = self.Z.shape

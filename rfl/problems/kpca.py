@@ -60,6 +60,11 @@ class KPCA(Problem):
         return []
 
     @classmethod
+    def memory_bytes(cls, params):
+        """Z: S*n_per_agent*64 float64 (8x8 digits)."""
+        return params["S"] * params.get("n_per_agent", data.POOL_SIZE // params["S"]) * 64 * 8
+
+    @classmethod
     def from_arrays(cls, arrays, params=None, **geometry):
         """r is the dataset parameter when given, else ``arrays["r"]`` (written by the generator)."""
         if params is not None and "r" in params:

@@ -134,6 +134,14 @@ class FederatedLSA(Problem):
         return out
 
     @classmethod
+    def memory_bytes(cls, params):
+        """P, R: n_agents*n_states*n_actions*(n_states + 1) float64; the pools: 2*n_agents*pool
+        int64 (none with the exact oracle)."""
+        nS, nA = params.get("n_states", 30), params.get("n_actions", 2)
+        pool = 0 if params.get("oracle", "pool") == "exact" else params.get("pool", DEFAULT_POOL)
+        return params["n_agents"] * (nS * nA * (nS + 1) + 2 * pool) * 8
+
+    @classmethod
     def from_arrays(cls, arrays, params=None, oracle: str = "pool", **geometry):
         """The problem of a data file; the dataset parameter ``oracle`` (if any) overrides ``oracle``."""
         oracle = (params or {}).get("oracle", oracle)

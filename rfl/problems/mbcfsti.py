@@ -48,6 +48,11 @@ class MBCFSti(Problem):
         return []
 
     @classmethod
+    def memory_bytes(cls, params):
+        """A: S*N*d*d float64."""
+        return params["S"] * params["N"] * params["d"] ** 2 * 8
+
+    @classmethod
     def from_arrays(cls, arrays, params=None, **geometry):
         """p is the dataset parameter when given, else ``arrays["p"]`` (written by the generator)."""
         if params is not None and "p" in params:

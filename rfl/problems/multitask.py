@@ -174,6 +174,11 @@ class MultitaskFeatures(Problem):
                                  f"d_min >= {p['r']}, or lam > 0"))
         return out
 
+    @classmethod
+    def memory_bytes(cls, params):
+        """X, y padded to d_max rows per task: S*N*d_max*(m+1) float64."""
+        return params["S"] * params["N"] * params.get("d_max", 50) * (params["m"] + 1) * 8
+
     # ---- construction ----------------------------------------------------
     @classmethod
     def from_arrays(cls, arrays, params: dict | None = None, *, r: int | None = None,
@@ -522,7 +527,7 @@ class SchoolMultitask(MultitaskFeatures):
     def generate(cls, rng, raw_path, S, N, train_fraction=0.8, r=None, lam=None):
         """One random train/test split of the School data (``rfl.data.school.split_school``);
         r, lam belong to the problem."""
-        X, y, schools = school.encode_features(school.parse_ilea(raw_path))
+        X, y, schools = school.encode_features(school.parse_ilea(school.verified_ilea(raw_path)))
         split = school.split_school(X, y, schools, rng=rng, train_fraction=train_fraction,
                                     n_agents=S, tasks_per_agent=N)
         return {k: np.asarray(v) for k, v in split.items()}
@@ -548,6 +553,12 @@ class SchoolMultitask(MultitaskFeatures):
             return [("S", f"S*N = {params['S'] * params['N']} tasks, but the School data have 139 "
                           f"schools; allowed: S*N <= 139")]
         return []
+
+    @classmethod
+    def memory_bytes(cls, params):
+        """The records (15362 x 28 float64) and the split padded to the largest school (251
+        students): 2*S*N*251*29 float64 and int64."""
+        return (school.ILEA_N_STUDENTS * 30 + 2 * params["S"] * params["N"] * 251 * 30) * 8
 
     @classmethod
     def from_arrays(cls, arrays, params: dict | None = None, **kwargs):

@@ -68,8 +68,7 @@ def save_figure(fig, out_pdf) -> None:
 
 
 def meta_path(table_path) -> Path:
-    p = Path(table_path)
-    return p.with_name(p.name[: -len(".csv")] + ".meta.json")
+    return io.run_meta_path(table_path)
 
 
 def method_key(algorithm: dict) -> tuple:
@@ -91,8 +90,9 @@ def _load_runs(tables) -> tuple[dict[tuple, list[pd.DataFrame]], list[str]]:
     """(load_runs(tables), the problems of the runs in order of appearance)."""
     groups, problems = defaultdict(list), {}
     for path in tables:
-        spec = io.read_json(meta_path(path))["spec"]
-        groups[method_key(spec["algorithm"])].append(io.read_table(path))
+        table, meta = io.read_run_table(path)
+        spec = meta["spec"]
+        groups[method_key(spec["algorithm"])].append(table)
         problems[spec["dataset"]["problem"]] = None
     order = sorted(groups.items(), key=lambda kv: (_algorithm(kv[0][0]).plot_order, kv[0][1] or 0,
                                                   kv[0][2] or 0))

@@ -36,23 +36,32 @@ def stationary(table: pd.DataFrame, tail: float) -> float:
 def collect(spec: dict, tables) -> pd.DataFrame:
     rows = []
     for path in tables:
-        meta = io.read_json(meta_path(path))
+        table, meta = io.read_run_table(path)
         sp = meta["spec"]
         label = spec["experiments_by_name"].get(sp["experiment"])
         if label is None:
             continue
-        a = sp["algorithm"]
-        S = sp["dataset"]["params"]["S"]
-        s = a.get("participation") or S
-        rows.append({"problem": label, "method": algorithm_label(a["name"]), "algorithm": a["name"], "K": a["K"],
-                     "participation": s / S, "seed": sp["seed"],
-                     "stationary_excess_risk": stationary(io.read_table(path), spec["tail"]),
+        try:
+            a = sp["algorithm"]
+            S = int(sp["dataset"]["params"]["S"])
+            s = int(a.get("participation") or S)
+            K, seed = int(a["K"]), sp["seed"]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise io.RunTableError(f"{meta_path(path)}: the heterogeneity study needs the spec's "
+                                   f"dataset.params.S, algorithm.K and seed; bad or missing: "
+                                   f"{exc}") from None
+        rows.append({"problem": label, "method": algorithm_label(a["name"]), "algorithm": a["name"], "K": K,
+                     "participation": s / S, "seed": seed,
+                     "stationary_excess_risk": stationary(table, spec["tail"]),
                      "status": meta["status"]})
     return pd.DataFrame(rows)
 
 
 def heterogeneity(spec: dict, out_pdf, out_csv, tables) -> pd.DataFrame:
     runs = collect(spec, tables)
+    if runs.empty:       # refused before any output is written
+        raise io.RunTableError(f"none of the {len(tables)} run table(s) given belongs to the "
+                               f"study's experiments ({', '.join(spec['experiments_by_name']) or 'none'})")
     agg = (runs.groupby(["problem", "method", "participation", "K"])
            .agg(mean=("stationary_excess_risk", "mean"), std=("stationary_excess_risk", "std"),
                 seeds=("seed", "count"), diverged=("status", lambda s: int((s != "ok").sum())))

@@ -50,18 +50,24 @@ def collect(tables) -> list[dict]:
     ||bias||^2 (NaN without a prediction) and the run's table."""
     runs = []
     for path in tables:
-        meta = io.read_json(meta_path(path))
+        table, meta = io.read_run_table(path)
         sp = meta["spec"]
-        params, alg = sp["dataset"]["params"], sp["algorithm"]
+        alg = sp["algorithm"]
         if alg["name"] not in (FEDLSA, SCAFFLSA):
             continue
-        pred = meta.get("predictions") or {}
-        runs.append({"setting": params["setting"], "N": int(params["n_agents"]),
-                     "eta": float(sp["step"]["alpha"]), "H": int(alg["K"]), "method": alg["name"],
-                     "seed": sp["seed"], "oracle": params.get("oracle", "pool"),
-                     "batch_size": int(alg["batch_size"]), "status": meta["status"],
-                     "predicted": float(pred.get("fedlsa_bias_sq", np.nan)),
-                     "table": io.read_table(path)})
+        try:
+            params = sp["dataset"]["params"]
+            pred = meta.get("predictions") or {}
+            runs.append({"setting": params["setting"], "N": int(params["n_agents"]),
+                         "eta": float(sp["step"]["alpha"]), "H": int(alg["K"]), "method": alg["name"],
+                         "seed": sp["seed"], "oracle": params.get("oracle", "pool"),
+                         "batch_size": int(alg["batch_size"]), "status": meta["status"],
+                         "predicted": float(pred.get("fedlsa_bias_sq", np.nan)),
+                         "table": table})
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise io.RunTableError(f"{meta_path(path)}: the FedLSA study needs the spec's "
+                                   f"dataset.params (setting, n_agents), step.alpha, algorithm.K "
+                                   f"and batch_size; bad or missing: {exc}") from None
     return runs
 
 
@@ -205,6 +211,11 @@ def lsa_study(spec: dict, out_csv, figures, tables) -> pd.DataFrame:
     if len(figures) != len(spec["settings"]):
         raise ValueError(f"{len(spec['settings'])} settings but {len(figures)} figures")
     runs = collect(tables)
+    missing = [s for s in spec["settings"] if not any(r["setting"] == s for r in runs)]
+    if missing:          # refused before any output is written
+        raise io.RunTableError(f"no FedLSA/SCAFFLSA run in setting {', '.join(map(repr, missing))} "
+                               f"among the {len(tables)} run table(s) given; pass the run tables "
+                               f"of the study's experiments")
     table = summary(runs, spec["tail"])
     io.write_table(out_csv, table)
     write_markdown(Path(out_csv).with_suffix(".md"), display(table))
