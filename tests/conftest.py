@@ -1,8 +1,17 @@
+import os
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import settings
+
+# Property tests: "ci" (the default) draws the same examples on every run, so a commit that
+# passes once passes again; "nightly" searches anew and longer:
+#   HYPOTHESIS_PROFILE=nightly RFL_PROPERTY_EXAMPLES=5000 python -m pytest tests/test_config_property.py tests/test_inputs.py
+settings.register_profile("ci", derandomize=True, database=None, deadline=None)
+settings.register_profile("nightly", derandomize=False, deadline=None, max_examples=2000)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 sys.path.insert(0, str(Path(__file__).parent))
 

@@ -38,7 +38,7 @@ from rfl.registry import PROBLEMS
 
 REPO = Path(__file__).resolve().parents[1]
 SMOKE = REPO / "config" / "smoke.yaml"
-FUZZ = settings(derandomize=True, max_examples=50, deadline=None,
+FUZZ = settings(max_examples=50, deadline=None,   # derandomized by the "ci" profile (conftest)
                 suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 

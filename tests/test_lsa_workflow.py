@@ -115,7 +115,10 @@ def test_bad_lsa_keys_are_refused_naming_the_key(path, value, key, allowed):
 def test_lsa_experiments_outside_the_study_may_use_partial_participation():
     cfg = _mutated(("lsa", "experiments"), ["lsa_f"])
     cfg["experiments"]["lsa_e"]["methods"][1]["participation"] = 2
-    rflconfig.validate(cfg)
+    valid = rflconfig.validate(cfg)
+    assert valid["experiments"]["lsa_e"]["methods"][1]["participation"] == 2
+    runs = [r for r in rflconfig.expand_runs(valid) if r["experiment"] == "lsa_e"]
+    assert {r["algorithm"]["participation"] for r in runs} == {None, 2}
 
 
 # ---- data, reference, run record -----------------------------------------------------
