@@ -246,6 +246,17 @@ def test_a_diverged_seed_counts_as_infinite():
 
 
 # ---- Figure 1 ---------------------------------------------------------------------------------
+def test_figure1_a_row_without_a_value(tmp_path):
+    """A row of status ok without a value (not one the runner writes) holds the previous
+    value, as in the figures: the fit stays linear, nothing crashes."""
+    f = geometric(0.5, 30, floor=1e-6)
+    g = f.copy()
+    g[5] = np.nan
+    rep, _ = figure1(tmp_path, {1: [g, g], 2: [f]}, {1: [f / 2], 2: [f / 2]})
+    assert verdicts(rep)["linear convergence, fixed step"] == REPRODUCED
+    assert verdicts(rep)["decaying step more accurate"] == REPRODUCED
+
+
 def test_figure1_all_claims_reproduced(tmp_path):
     """K = 1: 0.8^t, K = 2: 0.5^t, each with a floor; decaying runs end at half the floor;
     RFedAvg K = 2 is 1.5x RFedAGS (within a factor 2)."""

@@ -37,9 +37,7 @@ def median_curve(runs, metric="excess_risk") -> pd.Series:
     the round it diverged on (not as missing), so the median is infinite once half the seeds
     or more have diverged; without a diverged seed this is the median drawn in the figures."""
     curve = summarise(runs, metric)["median"]
-    first = [int(t.loc[t["status"] == "diverged", "round"].min()) for t in runs
-             if (t["status"] == "diverged").any()]
-    if not first:
+    if not any((t["status"] == "diverged").any() for t in runs):
         return curve
     index = curve.index
     wide = pd.concat([_column(t, metric, index).rename(i) for i, t in enumerate(runs)], axis=1)
