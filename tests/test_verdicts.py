@@ -671,3 +671,39 @@ def test_rfl_reproduction_end_to_end(tmp_path):
     text = out.read_text()
     assert "- runs: 6 (1 diverged: rfedags_K4_seed0)" in text
     assert "K = 4: not reproduced: the run diverged at round 1" in text
+
+
+def test_rfl_reproduction_on_a_real_run_that_diverges_after_one_round(tmp_path):
+    """The runner's own files: the smoke config's first fixed-step RFedAGS run of a Table 1
+    experiment, once with a step that makes it diverge after one round (the report used to
+    crash with IndexError in linear_phase) and once as configured, as the decaying run."""
+    import yaml
+
+    from rfl import config as rflconfig
+    from rfl import runner
+
+    with open("config/smoke.yaml") as fh:
+        spec = rflconfig.expand_runs(rflconfig.validate(yaml.safe_load(fh)))[0]
+    assert spec["algorithm"]["name"] == "rfedags"
+    data, ref = tmp_path / "data.npz", tmp_path / "ref.npz"
+    runner.generate_data(spec["dataset"], data)
+    runner.compute_reference(spec["dataset"], data, ref)
+    paths = {}
+    for exp, step in (("p_fixed", {"rule": "fixed", "alpha": 1e308}), ("p_dec", spec["step"])):
+        d = tmp_path / "runs" / exp
+        d.mkdir(parents=True)
+        table = runner.run(dict(spec, step=step, experiment=exp), data, ref, d / "r.csv", d / "r.meta.json")
+        paths[exp] = [str(d / "r.csv")]
+    assert table["status"].eq("ok").all()
+    assert io.read_table(paths["p_fixed"][0])["status"].tolist() == ["ok", "diverged"]
+    path = tmp_path / "reproduction.json"
+    path.write_text(json.dumps(spec_for(tmp_path, paths, table1=[ROW])))
+    out = tmp_path / "REPRODUCTION.md"
+    assert cli.main(["reproduction", str(path), str(out)]) == 0
+    K = spec["algorithm"]["K"]
+    assert summary_of(out) == {("Fig. 1 P", "linear convergence, fixed step"): NOT,
+                               ("Fig. 1 P", "decaying step more accurate"): INSUFFICIENT,
+                               ("Fig. 1 P", "larger K faster"): INSUFFICIENT}
+    text = out.read_text()
+    assert f"- K = {K}: not reproduced: the run diverged at round 1 (median over seeds)." in text
+    assert "- runs: 2 (1 diverged: r)" in text
