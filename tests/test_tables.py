@@ -88,3 +88,21 @@ def test_table1_parameters_from_the_config(tmp_path):
             row["B"], row["rounds_fixed"], row["rounds_decaying"]) == ("CPESph", 8, 4, 20, 1.0, 2.0, 5.0, 8, 10, 30)
     assert row["p"] is None or np.isnan(row["p"])
     assert "| CPESph | 8 | - | 0.1 |" in (tmp_path / "t1.md").read_text()
+
+
+def test_best_nmse_of_a_run_without_a_measurement_is_nan():
+    """A run that diverged at round 0, or one with no test NMSE at all: no value, no crash."""
+    t = pd.DataFrame({"round": [0], "test_nmse": [np.nan], "status": ["diverged"]})
+    u = pd.DataFrame({"round": [0, 1], "test_nmse": [np.nan, np.nan], "status": ["ok", "ok"]})
+    best = tables.best_nmse([t, u])
+    assert best["nmse"].isna().all() and best["round"].isna().all()
+
+
+def test_table2_a_split_without_a_measurement_is_not_left_out(school_runs, tmp_path):
+    root, paths = school_runs
+    t = io.read_table(paths[0])
+    t["test_nmse"] = np.nan                       # split 0 of RFedAGS K = 1 measured nothing
+    io.write_table(paths[0], t)
+    tidy = tables.table2({"experiments": {"3": "school_r3"}, "paper": PAPER}, root / "t2.csv", paths)
+    k1 = tidy.set_index("method").loc["RFedAGS-K=1"]
+    assert np.isnan(k1["nmse_mean"]) and np.isnan(k1["difference"]) and k1["n_splits"] == 2
