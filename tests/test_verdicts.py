@@ -310,7 +310,7 @@ def test_figure1_runs_of_one_round_or_none(tmp_path, T):
     v = verdicts(rep)
     assert v["linear convergence, fixed step"] == INSUFFICIENT
     assert v["decaying step more accurate"] == REPRODUCED        # last values still compare
-    assert "K = 1: insufficient data (fewer than 3 rounds)" in "\n".join(rep.lines)
+    assert "K = 1: insufficient data (fewer than 3 recorded rounds)" in "\n".join(rep.lines)
 
 
 def test_figure1_only_one_K_cannot_show_larger_K_faster(tmp_path):

@@ -94,7 +94,7 @@ LINEAR_RULE = ("per K, a log-linear fit over the rounds in which the median curv
                "total log-decrease has contraction < 1 and R^2 >= 0.9, and the excess risk at least "
                "halves over those rounds; reproduced if this holds for every K. A K whose median "
                "curve diverges (a diverged seed counts as +inf from then on) fails; one with fewer "
-               "than 3 rounds has insufficient data")
+               "than 3 recorded rounds (t = 0, 1, 2) has insufficient data")
 
 
 def is_linear(fit: dict) -> bool:
@@ -106,7 +106,7 @@ def fit_note(K, fit: dict) -> str | None:
     if fit.get("status", "ok") == "diverged":
         return f"- K = {K}: not reproduced: the run diverged at round {fit['diverged_at']} (median over seeds)."
     if fit.get("status", "ok") == "insufficient":
-        return f"- K = {K}: insufficient data (fewer than {MIN_FIT_ROUNDS + 1} rounds)."
+        return f"- K = {K}: insufficient data (fewer than {MIN_FIT_ROUNDS + 1} recorded rounds)."
     return None
 
 
@@ -263,8 +263,8 @@ def figure1_section(rep: Report, spec: dict, row: dict) -> None:
         rep.add("Fewer than two K, or no K with a finite final level: nothing to compare.", "")
     rep.verdict(f"Fig. 1 {label}", "larger K faster", v,
                 "rounds to reach the geometric mean of the initial excess risk and the worst final "
-                "level; reproduced if non-increasing in K, partly if only the largest K beats the "
-                "smallest; insufficient data with fewer than two K")
+                "level (of the K that did not diverge); reproduced if non-increasing in K, partly if "
+                "only the largest K beats the smallest; insufficient data with fewer than two K")
     # 4. RFedAGS vs RFedAvg at the same K
     avg = {k[1]: v for k, v in fixed.items() if k[0] == "rfedavg"}
     common = sorted(set(avg) & set(fixed_runs))
