@@ -156,21 +156,38 @@ def test_plateau_is_the_median_of_the_last_tenth():
     assert R.plateau(pd.Series(np.r_[np.full(28, 7.0), [1.0, 2.0]])) == 2.0   # 30 rounds: last 3
 
 
-def test_linear_phase_of_a_step_is_not_linear():
+@pytest.mark.parametrize("L", [0.5, 5.0])
+def test_linear_phase_of_a_step_is_not_linear(L):
     """log c = 0, 0, 0, -L, -L, ...: the fit covers t = 0..3 (the first round with 90% of the
     decrease), and R^2 is the squared correlation of (0, 1, 2, 3) with (0, 0, 0, -1) = 0.6."""
-    curve = pd.Series(np.exp(np.r_[0.0, 0.0, 0.0, np.full(20, -5.0)]))
+    curve = pd.Series(np.exp(np.r_[0.0, 0.0, 0.0, np.full(20, -L)]))
     fit = R.linear_phase(curve)
     assert fit["rounds"] == 3
     assert fit["r2"] == pytest.approx(np.corrcoef([0, 1, 2, 3], [0, 0, 0, -1])[0, 1] ** 2)
-    assert fit["rate"] < 1 and fit["decrease"] >= 2
+    assert fit["rate"] < 1 and fit["decrease"] == pytest.approx(np.exp(L))
     assert not R.is_linear(fit)
+
+
+def test_linear_phase_window_where_90_percent_is_not_a_whole_round():
+    """0.5^t over 25 rounds: 90% of the decrease is 22.5 halvings, first made at t = 23."""
+    fit = R.linear_phase(pd.Series(geometric(0.5, 25)))
+    assert fit["rounds"] == 23 and fit["decrease"] == pytest.approx(2.0 ** 23)
+
+
+def test_linear_phase_of_a_curve_that_reaches_zero():
+    """An excess risk of exactly 0 is clipped to 1e-300 before the logarithm: a fit, no NaN."""
+    fit = R.linear_phase(pd.Series([1.0, 0.1, 0.01, 0.0, 0.0, 0.0]))
+    assert fit["status"] == "ok" and np.isfinite(fit["rate"]) and np.isfinite(fit["r2"])
+    assert fit["rounds"] == 3 and fit["decrease"] == pytest.approx(1e300)
 
 
 @pytest.mark.parametrize("curve", [np.ones(20), 1.0 + 0.01 * np.arange(20.0)])
 def test_a_flat_or_rising_curve_is_not_linear(curve):
     fit = R.linear_phase(pd.Series(curve))
     assert fit["status"] == "ok" and fit["rate"] >= 1 and not R.is_linear(fit)
+    assert fit["rounds"] == 19                   # no decrease: the fit covers every round
+    if curve[0] == curve[-1]:
+        assert fit["r2"] == 1.0 and fit["rate"] == pytest.approx(1.0)
 
 
 def test_a_slow_curve_that_does_not_halve_is_not_linear():
@@ -207,6 +224,8 @@ def test_linear_phase_without_enough_rounds_or_after_divergence(values, status):
     assert fit["status"] == status and not R.is_linear(fit)
     if status == "diverged":
         assert fit["diverged_at"] == len(values) - 1
+    if np.isfinite(values[0]):                   # start and level of what was recorded
+        assert fit["start"] == 1.0 and fit["plateau"] == R.plateau(pd.Series(values))
     assert R.fit_note(2, fit) is not None
 
 
@@ -401,13 +420,14 @@ def test_max_log_ratio():
     assert R.max_log_ratio(a, pd.Series([1.0, np.inf, np.inf])) == np.inf      # one diverged
     assert R.max_log_ratio(pd.Series([1.0, np.inf]), pd.Series([1.5, np.inf])) == pytest.approx(np.log(1.5))
     assert np.isnan(R.max_log_ratio(pd.Series([np.nan]), pd.Series([1.0])))
+    assert R.max_log_ratio(pd.Series([0.0, 1.0]), pd.Series([1e-301, 1.0])) == 0.0   # both clipped
 
 
 # ---- Figure 2 ---------------------------------------------------------------------------------
 @pytest.mark.parametrize("rates, want", [
     ([0.9, 0.8, 0.5], REPRODUCED), ([0.8, 0.8], REPRODUCED), ([0.8, 0.9, 0.5], PARTLY),
     ([0.5, 0.8], NOT), ([0.8, 0.5, 0.9], NOT), ([0.7], INSUFFICIENT), ([], INSUFFICIENT),
-    ([np.inf, 0.5], REPRODUCED), ([0.5, np.inf], NOT)])
+    ([np.inf, 0.5], REPRODUCED), ([0.5, np.inf], NOT), ([0.5, 0.8, 0.5], NOT), ([0.5, 0.9, 0.7], NOT)])
 def test_faster_in_K(rates, want):
     assert R.faster_in_k(rates) == want
 
@@ -464,7 +484,7 @@ def school(tmp_path, cells, paper=None):
 
 def _gap_cells(r, gap, avg=None):
     """Best centralised 0.4 (RLBFGS; RSD, RCG worse), best RFedAGS 0.4 (1 + gap)."""
-    cells = {(r, "RSD"): 0.5, (r, "RCG"): 0.45, (r, "RLBFGS"): 0.4,
+    cells = {(r, "RSD"): 0.55, (r, "RCG"): 0.45, (r, "RLBFGS"): 0.4,
              (r, "RFedAGS-K=1"): 0.4 * (1 + gap) + 0.1, (r, "RFedAGS-K=4"): 0.4 * (1 + gap)}
     if avg is not None:
         cells[(r, "RFedAvg")] = cells[(r, "RFedAGS-K=1")] + avg
@@ -476,7 +496,7 @@ def _gap_cells(r, gap, avg=None):
 def test_school_gap_to_centralised(tmp_path, gap, want):
     v, text = school(tmp_path, _gap_cells(3, gap))
     assert v["RFedAGS comparable to centralised"] == want
-    assert f"| {0.4 * (1 + gap):.4g} | 0.4 | {gap:.4g} |" in text
+    assert f"| 3 | {0.4 * (1 + gap):.4g} | 0.4 | {gap:.4g} |" in text
 
 
 def test_school_gap_is_relative_to_the_best_of_each_side(tmp_path):
@@ -493,6 +513,7 @@ def test_school_gap_is_relative_to_the_best_of_each_side(tmp_path):
 def test_school_gap_boundary_counts(monkeypatch):
     assert R.school_gap(1.25, 1.0) == 0.25 and R.school_gap(0.75, 1.0) == -0.25
     assert np.isnan(R.school_gap(np.nan, 1.0)) and np.isnan(R.school_gap(1.0, 0.0))
+    assert np.isnan(R.school_gap(np.inf, 1.0)) and np.isnan(R.school_gap(1.0, np.nan))
 
 
 def test_school_gap_threshold_is_inclusive(tmp_path, monkeypatch):
@@ -577,7 +598,7 @@ def lsa(tmp_path, cells):
     (0.009, 1.0, REPRODUCED), (0.01, 1.0, REPRODUCED), (0.011, 1.0, NOT),
     (0.0, 1.009, REPRODUCED), (0.0, 1.011, NOT), (0.0, 0.989, NOT), (0.0, 0.991, REPRODUCED)])
 def test_fedlsa_plateau_against_the_prediction(tmp_path, rel, ratio, want):
-    cells = [("heterogeneous", 10, 4, rel, ratio, 1e6), ("heterogeneous", 10, 1, np.nan, 5.0, 1e6)]
+    cells = [("heterogeneous", 10, 2, rel, ratio, 1e6), ("heterogeneous", 10, 1, np.nan, 5.0, 1e6)]
     v, _ = lsa(tmp_path, cells)                  # the H = 1 cell (bias 0) is not judged
     assert v["FedLSA plateau = predicted bias"] == want
 
@@ -595,7 +616,7 @@ def test_fedlsa_partly_and_missing(tmp_path):
 @pytest.mark.parametrize("factors, want", [
     ((100.0, 1e4), REPRODUCED), ((99.9, 1e4), PARTLY), ((99.9, 2.0), NOT), ((0.5, 1e3), PARTLY)])
 def test_scafflsa_factor(tmp_path, factors, want):
-    cells = [("heterogeneous", 10, H, 0.0, 1.0, f) for H, f in zip((4, 8), factors)]
+    cells = [("heterogeneous", 10, H, 0.0, 1.0, f) for H, f in zip((2, 8), factors)]
     cells.append(("heterogeneous", 10, 1, np.nan, 1.0, 1e-3))       # H = 1: not judged
     cells.append(("homogeneous", 10, 4, 0.0, 1.0, 1e-3))           # homogeneous: not judged
     v, text = lsa(tmp_path, cells)
@@ -707,3 +728,144 @@ def test_rfl_reproduction_on_a_real_run_that_diverges_after_one_round(tmp_path):
     text = out.read_text()
     assert f"- K = {K}: not reproduced: the run diverged at round 1 (median over seeds)." in text
     assert "- runs: 2 (1 diverged: r)" in text
+
+
+# ---- the report's content for each rule (what a reader checks) ---------------------------------
+def test_rounds_to_counts_a_value_at_the_level():
+    c = pd.Series([1.0, 0.5, 0.25, 0.125])
+    assert R.rounds_to(c, 0.25) == 2 and R.rounds_to(c, 0.3) == 2 and np.isnan(R.rounds_to(c, 0.1))
+
+
+def test_figure1_tables_and_notes(tmp_path):
+    """K = 1: three seeds, one diverging at round 30 of 40 (the median stays finite); K = 2
+    healthy; the decaying K = 2 run is longer than the fixed one; K = 4 has no decaying run."""
+    T = 40
+    f1, f2 = geometric(0.8, T, floor=1e-4), geometric(0.5, T, floor=1e-6)
+    d2 = geometric(0.5, 2 * T, floor=1e-7)
+    rep, _ = figure1(tmp_path, {1: [f1, f1, (f1, 30)], 2: [f2], 4: [f2]}, {1: [f1 / 2], 2: [d2]})
+    text = "\n".join(rep.lines)
+    assert "- K = 1: 1 of 3 seeds diverged (first at round 30)" in text
+    assert "the run diverged" not in text                     # two of three seeds did not
+    # linear table: K = 2 fitted over the first 18 rounds (90% of log(1 + 1e6) ~ 20 halvings)
+    fit = R.linear_phase(pd.Series(f2))
+    assert f"| 2 | {1 + 1e-6:.4g} | {fit['rate']:.4g} | {fit['r2']:.4g} | {fit['rounds']} |" in text
+    # decaying table: only K = 1, 2 (K = 4 has no decaying run); K = 2's value at round 40
+    assert not any(line.startswith("| 4 | ") and "decaying" in line for line in rep.lines)
+    row = next(line for line in rep.lines if line.startswith("| 2 | ") and f"{d2[T]:.4g}" in line)
+    assert row.split("|")[2:4] == [f" {f2[-1]:.4g} ", f" {d2[-1]:.4g} "]
+    # larger-K table: rounds to reach the level, and the level reached, per K
+    v, level, times = R.larger_k_faster({1: pd.Series(f1), 2: pd.Series(f2), 4: pd.Series(f2)})
+    assert f"| 2 | {times[2]:.4g} | {R.plateau(pd.Series(f2)):.4g} |" in text
+    assert verdicts(rep)["decaying step more accurate"] == REPRODUCED
+    assert "Rule: None" not in text
+
+
+def test_figure1_rfedavg_notes_and_counts(tmp_path):
+    """K = 1: RFedAvg = RFedAGS x 1.5 (alike); K = 2: x 3 (not); K = 3: RFedAvg diverges."""
+    f = geometric(0.5, 20, floor=1e-4)
+    rep, _ = figure1(tmp_path, {1: [f], 2: [f], 3: [f]}, {1: [f / 2]},
+                     avg={1: [1.5 * f], 2: [3 * f], 3: [(f, 3)]})
+    assert verdicts(rep)["RFedAGS ~ RFedAvg"] == PARTLY
+    text = "\n".join(rep.lines)
+    assert "- K = 3: RFedAvg diverged at round 3." in text
+    assert f"| 2 | {f[-1]:.4g} | {3 * f[-1]:.4g} | {np.log(3):.4g} |" in text
+    rep, _ = figure1(tmp_path / "b", {1: [f], 2: [f]}, {1: [f / 2]}, avg={1: [3 * f], 2: [1.5 * f]})
+    assert verdicts(rep)["RFedAGS ~ RFedAvg"] == PARTLY
+
+
+def test_figure1_rfedavg_exactly_a_factor_two_is_not_alike(tmp_path):
+    ones = np.ones(10)
+    rep, _ = figure1(tmp_path, {1: [ones]}, {1: [ones / 2]}, avg={1: [2 * ones]})
+    assert verdicts(rep)["RFedAGS ~ RFedAvg"] == NOT
+    rep, _ = figure1(tmp_path / "b", {1: [ones]}, {1: [ones / 2]}, avg={1: [np.full(10, np.nan)]})
+    assert verdicts(rep)["RFedAGS ~ RFedAvg"] == INSUFFICIENT
+
+
+def test_figure1_without_a_decaying_experiment_writes_nothing(tmp_path):
+    f = geometric(0.5, 10)
+    runs = {"p_fixed": [write_run(tmp_path, "p_fixed", f)]}
+    rep = Report()
+    R.figure1_section(rep, spec_for(tmp_path, runs, table1=[ROW]), ROW)
+    assert rep.lines == [] and rep.summary == []
+
+
+def test_figure1_one_K_says_why_larger_K_is_not_judged(tmp_path):
+    f = geometric(0.5, 30, floor=1e-6)
+    rep, _ = figure1(tmp_path, {4: [f]}, {4: [f / 2]})
+    assert "Fewer than two K" in "\n".join(rep.lines)
+    rep, _ = figure1(tmp_path / "b", {1: [f], 4: [f]}, {4: [f / 2]})
+    assert "Fewer than two K" not in "\n".join(rep.lines)
+
+
+def test_figure2_counts_and_columns(tmp_path):
+    T = 50
+    # K = 1 diverged (slowest), K = 3 and K = 5 decrease in rate: larger K faster holds
+    v, text = _figure2(tmp_path, {1: (geometric(0.9, T), 4), 3: (geometric(0.7, T), 6), 5: geometric(0.5, T)})
+    assert v[("Fig. 2", "larger K faster")] == REPRODUCED   # K = 1, 3 diverged: both slowest
+    assert "K = 1: not reproduced: the run diverged at round 4" in text
+    assert "K = 3: not reproduced: the run diverged at round 6" in text
+    v, text = _figure2(tmp_path / "b", {1: (geometric(0.9, T), 4), 3: geometric(0.7, T), 5: geometric(0.5, T)})
+    assert v[("Fig. 2", "larger K faster")] == REPRODUCED
+    last = 0.5 ** T
+    assert f"| 5 | 0.5 | 1 | 1 | {last:.4g} | {np.sqrt(last):.4g} |" in text
+    # K = 1 has one round only (no fit), K = 3 is flat: nothing linear, one K judged for speed
+    v, text = _figure2(tmp_path / "c", {1: geometric(0.5, 1), 3: np.ones(T + 1)})
+    assert v == {("Fig. 2", "linear convergence"): NOT, ("Fig. 2", "larger K faster"): INSUFFICIENT}
+    assert "K = 1: insufficient data" in text
+
+
+def test_school_rfedavg_per_r(tmp_path):
+    cells = {**_gap_cells(3, 0.0, avg=0.001), **_gap_cells(4, 0.0, avg=0.1)}
+    v, text = school(tmp_path, cells)
+    assert v["RFedAvg ~ RFedAGS K=1"] == PARTLY
+    assert "| 3 | 0.501 | 0.5 | 0.001 |" in text
+    cells = {**_gap_cells(3, 0.0, avg=0.1), **_gap_cells(4, 0.0, avg=0.001)}
+    assert school(tmp_path / "b", cells)[0]["RFedAvg ~ RFedAGS K=1"] == PARTLY
+    cells = {**_gap_cells(3, 0.0, avg=np.nan), **_gap_cells(4, 0.0, avg=0.001)}
+    assert school(tmp_path / "c", cells)[0]["RFedAvg ~ RFedAGS K=1"] == PARTLY
+    cells = {**_gap_cells(3, 0.0, avg=np.nan)}
+    assert school(tmp_path / "d", cells)[0]["RFedAvg ~ RFedAGS K=1"] == INSUFFICIENT
+
+
+def test_school_gap_without_centralised_runs_at_every_r(tmp_path):
+    cells = {(3, "RFedAGS-K=1"): 0.4, (4, "RFedAGS-K=1"): 0.4}
+    assert school(tmp_path, cells)[0]["RFedAGS comparable to centralised"] == INSUFFICIENT
+
+
+def test_table2_threshold_is_inclusive(tmp_path, monkeypatch):
+    monkeypatch.setattr(R, "TABLE2_TOL", 0.25)
+    v, _ = school(tmp_path, {(3, "RSD"): 0.75, (3, "RFedAGS-K=1"): 0.25},
+                  {(3, "RSD"): 0.5, (3, "RFedAGS-K=1"): 0.5})       # differences +0.25, -0.25
+    assert v["published NMSE values"] == REPRODUCED
+
+
+def test_school_section_needs_the_table2_config(tmp_path):
+    spec = spec_for(tmp_path, {}, table2=school_table({(3, "RSD"): 0.5}))
+    del spec["config"]["tables"]["table2"]
+    rep = Report()
+    R.school_section(rep, spec)
+    assert rep.lines == []
+
+
+def test_lsa_thresholds_are_inclusive(tmp_path, monkeypatch):
+    monkeypatch.setattr(R, "LSA_REL_TOL", 0.25)
+    v, _ = lsa(tmp_path, [("heterogeneous", 10, 2, 0.25, 1.25, 1e6)])
+    assert v["FedLSA plateau = predicted bias"] == REPRODUCED
+    v, _ = lsa(tmp_path / "b", [("heterogeneous", 10, 2, 0.25, 0.75, 1e6)])
+    assert v["FedLSA plateau = predicted bias"] == REPRODUCED
+
+
+def test_lsa_report_lines(tmp_path):
+    cells = [("heterogeneous", 10, 2, 0.011, 1.0, 1.0, 1e-20), ("heterogeneous", 10, 4, 0.002, 1.0, 2e3),
+             ("heterogeneous", 10, 1, np.nan, 1.0, 1.0)]
+    table = lsa_table(cells)
+    table.loc[1, "scafflsa_window_ratio"] = 1.5
+    spec = spec_for(tmp_path, {}, lsa=table)
+    rep = Report()
+    R.lsa_section(rep, spec)
+    text = "\n".join(rep.lines)
+    assert "1 of 2 cells with H > 1 agree; the largest relative error is 1.10e-02 (heterogeneous, N = 10, H = 2" in text
+    assert "- H = 1 (heterogeneous, N = 10): the bias is 0" in text
+    assert "after 100 rounds (round-off level): SCAFFLSA lowers the error by a factor 1." in text
+    assert "(still decreasing at the last round: more rounds would lower it): SCAFFLSA lowers the error by a factor 2e+03" in text
+    assert verdicts(rep)["SCAFFLSA removes the heterogeneity bias"] == PARTLY

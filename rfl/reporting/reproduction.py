@@ -23,7 +23,7 @@ INSUFFICIENT = "insufficient data"
 MIN_FIT_ROUNDS = 2      # a log-linear fit needs the rounds 0..2 at least (three points)
 
 
-def _verdict(n_ok: int, n: int, n_missing: int = 0) -> str:
+def _verdict(n_ok: int, n: int, n_missing: int) -> str:
     """Reproduced if every one of the ``n`` cases holds, not reproduced if none does, partly
     otherwise; insufficient data if there is no case or none could be judged (``n_missing``
     cases without data count as failures otherwise, so a gap never passes silently)."""
@@ -78,8 +78,9 @@ def linear_phase(curve: pd.Series) -> dict:
     c = values.clip(lower=1e-300)
     logc = np.log(c.values)
     total = logc[0] - logc.min()
-    reached = np.nonzero(logc <= logc[0] - 0.9 * total)[0] if total > 0 else np.array([len(c) - 1])
-    end = max(int(reached[0]) if len(reached) else len(c) - 1, MIN_FIT_ROUNDS)
+    # the first round with 90% of the decrease (the whole curve if it never decreases)
+    reached = int(np.nonzero(logc <= logc[0] - 0.9 * total)[0][0]) if total > 0 else len(c) - 1
+    end = max(reached, MIN_FIT_ROUNDS)
     t, y = c.index.values[: end + 1].astype(float), logc[: end + 1]
     b, a = np.polyfit(t, y, 1)
     resid = y - (a + b * t)
@@ -98,14 +99,14 @@ LINEAR_RULE = ("per K, a log-linear fit over the rounds in which the median curv
 
 
 def is_linear(fit: dict) -> bool:
-    return fit.get("status", "ok") == "ok" and fit["rate"] < 1 and fit["r2"] >= 0.9 and fit["decrease"] >= 2
+    return fit["status"] == "ok" and fit["rate"] < 1 and fit["r2"] >= 0.9 and fit["decrease"] >= 2
 
 
 def fit_note(K, fit: dict) -> str | None:
     """The line that says why a K has no fit, or None."""
-    if fit.get("status", "ok") == "diverged":
+    if fit["status"] == "diverged":
         return f"- K = {K}: not reproduced: the run diverged at round {fit['diverged_at']} (median over seeds)."
-    if fit.get("status", "ok") == "insufficient":
+    if fit["status"] == "insufficient":
         return f"- K = {K}: insufficient data (fewer than {MIN_FIT_ROUNDS + 1} recorded rounds)."
     return None
 
@@ -293,7 +294,7 @@ def max_log_ratio(a: pd.Series, b: pd.Series) -> float:
     round where exactly one of them diverged gives +inf, one where both did is left out; NaN
     if no round is left."""
     d = (np.log(a.clip(lower=1e-300)) - np.log(b.clip(lower=1e-300))).abs().dropna()
-    return float(d.max()) if len(d) else np.nan
+    return float(d.max())                        # NaN if empty
 
 
 def figure2_section(rep: Report, spec: dict, experiment: str) -> None:
