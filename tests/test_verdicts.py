@@ -873,8 +873,9 @@ def test_lsa_report_lines(tmp_path):
 
 def test_decaying_vs_fixed_from_the_same_starting_point(tmp_path):
     """Both runs start at the same x_1 (as in the workflow); the decaying one ends 10x lower."""
-    f = geometric(0.5, 30, floor=1e-3)
-    d = geometric(0.5, 30, floor=1e-4)
+    f = np.maximum(geometric(0.5, 30), 1e-3)
+    d = np.maximum(geometric(0.5, 30), 1e-4)
+    assert f[0] == d[0]
     rep, _ = figure1(tmp_path, {1: [f], 2: [f]}, {1: [d], 2: [d]})
     assert verdicts(rep)["decaying step more accurate"] == REPRODUCED
     rep, _ = figure1(tmp_path / "b", {1: [d], 2: [d]}, {1: [f], 2: [f]})
