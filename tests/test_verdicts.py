@@ -376,6 +376,8 @@ def test_decaying_vs_fixed_compares_last_rounds_of_different_lengths():
 def test_decaying_vs_fixed_with_diverged_or_empty_curves(fixed, dec, want):
     outcome, why = R.decaying_vs_fixed(pd.Series(fixed), pd.Series(dec))
     assert outcome == want and why
+    if np.isnan(dec[-1]):
+        assert why == "no value at the last round"
 
 
 def _floored(q, floor, T=150):
@@ -666,12 +668,14 @@ def test_rfl_reproduction_end_to_end(tmp_path):
     runs["p_fixed"].append(write_run(tmp_path, "p_fixed", f, K=4, diverge_at=1))
     runs["p_dec"].append(write_run(tmp_path, "p_dec", f / 2, K=1))
     runs["p_dec"].append(write_run(tmp_path, "p_dec", f / 2, K=4))
+    runs["p_fixed"].append(write_run(tmp_path, "p_fixed", 1.2 * f, name="rfedavg", K=1))
     runs["mt"] = [write_run(tmp_path, "mt", geometric(q, T), K=K, extra={"subspace_dist": geometric(q, T)})
                   for K, q in ((1, 0.8), (2, 0.6))]
     spec = spec_for(tmp_path, runs, table1=[ROW],
                     figures={"f2": {"experiment": "mt", "metrics": ["subspace_dist"], "title": "x"}},
                     datasets={"mt": {"problem": "multitask"}}, experiments={"mt": {"dataset": "mt"}},
-                    table2=school_table({k: p + 0.01 for k, p in PAPER_CELLS.items()}, PAPER_CELLS),
+                    table2=school_table({**{k: p + 0.01 for k, p in PAPER_CELLS.items()},
+                                         (3, "RFedAvg"): 0.519}, PAPER_CELLS),
                     lsa=lsa_table([("heterogeneous", 10, 4, 0.001, 1.0, 1e3)]))
     path = tmp_path / "reproduction.json"
     path.write_text(json.dumps(spec))
@@ -682,6 +686,8 @@ def test_rfl_reproduction_end_to_end(tmp_path):
         ("Fig. 1 P", "linear convergence, fixed step"): PARTLY,
         ("Fig. 1 P", "decaying step more accurate"): PARTLY,
         ("Fig. 1 P", "larger K faster"): NOT,
+        ("Fig. 1 P", "RFedAGS ~ RFedAvg"): REPRODUCED,
+        ("Fig. 3 / Table 2", "RFedAvg ~ RFedAGS K=1"): REPRODUCED,
         ("Fig. 2", "linear convergence"): REPRODUCED,
         ("Fig. 2", "larger K faster"): REPRODUCED,
         ("Fig. 3 / Table 2", "RFedAGS comparable to centralised"): PARTLY,   # r = 3: 9%, r = 4: 1.4%
@@ -690,7 +696,8 @@ def test_rfl_reproduction_end_to_end(tmp_path):
         ("SCAFFLSA / TD(0)", "SCAFFLSA removes the heterogeneity bias"): REPRODUCED,
     }
     text = out.read_text()
-    assert "- runs: 6 (1 diverged: rfedags_K4_seed0)" in text
+    assert "- runs: 7 (1 diverged: rfedags_K4_seed0)" in text
+    assert "None" not in text and text.count("_Rule: ") == len(v)
     assert "K = 4: not reproduced: the run diverged at round 1" in text
 
 
@@ -777,7 +784,8 @@ def test_figure1_rfedavg_exactly_a_factor_two_is_not_alike(tmp_path):
     ones = np.ones(10)
     rep, _ = figure1(tmp_path, {1: [ones]}, {1: [ones / 2]}, avg={1: [2 * ones]})
     assert verdicts(rep)["RFedAGS ~ RFedAvg"] == NOT
-    rep, _ = figure1(tmp_path / "b", {1: [ones]}, {1: [ones / 2]}, avg={1: [np.full(10, np.nan)]})
+    rep, _ = figure1(tmp_path / "b", {1: [ones], 2: [ones]}, {1: [ones / 2]},
+                     avg={1: [np.full(10, np.nan)], 2: [np.full(10, np.nan)]})
     assert verdicts(rep)["RFedAGS ~ RFedAvg"] == INSUFFICIENT
 
 
@@ -812,6 +820,8 @@ def test_figure2_counts_and_columns(tmp_path):
     v, text = _figure2(tmp_path / "c", {1: geometric(0.5, 1), 3: np.ones(T + 1)})
     assert v == {("Fig. 2", "linear convergence"): NOT, ("Fig. 2", "larger K faster"): INSUFFICIENT}
     assert "K = 1: insufficient data" in text
+    v, _ = _figure2(tmp_path / "d", {1: geometric(0.5, 1), 3: geometric(0.5, 0)})
+    assert v == {("Fig. 2", "linear convergence"): INSUFFICIENT, ("Fig. 2", "larger K faster"): INSUFFICIENT}
 
 
 def test_school_rfedavg_per_r(tmp_path):
@@ -823,7 +833,7 @@ def test_school_rfedavg_per_r(tmp_path):
     assert school(tmp_path / "b", cells)[0]["RFedAvg ~ RFedAGS K=1"] == PARTLY
     cells = {**_gap_cells(3, 0.0, avg=np.nan), **_gap_cells(4, 0.0, avg=0.001)}
     assert school(tmp_path / "c", cells)[0]["RFedAvg ~ RFedAGS K=1"] == PARTLY
-    cells = {**_gap_cells(3, 0.0, avg=np.nan)}
+    cells = {**_gap_cells(3, 0.0, avg=np.nan), **_gap_cells(4, 0.0, avg=np.nan)}
     assert school(tmp_path / "d", cells)[0]["RFedAvg ~ RFedAGS K=1"] == INSUFFICIENT
 
 
