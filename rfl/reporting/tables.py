@@ -76,13 +76,17 @@ PAPER_NAMES.update({("rfedavg", 1): "RFedAvg", ("rsd", None): "RSD", ("rcg", Non
 
 
 def best_nmse(tables) -> pd.DataFrame:
-    """Per run: the lowest test NMSE over rounds and the first round where it is reached."""
+    """Per run: the lowest test NMSE over rounds and the first round where it is reached (NaN
+    for a run without a row of status ok that has a test NMSE)."""
     rows = []
     for t in tables:
-        ok = t[t["status"] == "ok"]
+        ok = t[(t["status"] == "ok") & t["test_nmse"].notna()]
+        if ok.empty:
+            rows.append({"nmse": np.nan, "round": np.nan})
+            continue
         i = ok["test_nmse"].idxmin()
         rows.append({"nmse": ok.loc[i, "test_nmse"], "round": int(ok.loc[i, "round"])})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=["nmse", "round"])
 
 
 def table2(spec: dict, out_csv, tables) -> pd.DataFrame:
@@ -101,12 +105,13 @@ def table2(spec: dict, out_csv, tables) -> pd.DataFrame:
             if str(r) in paper and name in paper["methods"]:
                 j = paper["methods"].index(name)
                 p_nmse, p_round = paper[str(r)]["nmse"][j], paper[str(r)]["round"][j]
-            rows.append({"r": int(r), "method": name, "nmse_mean": best["nmse"].mean(),
+            # a split without a measurement makes the mean NaN rather than being left out
+            rows.append({"r": int(r), "method": name, "nmse_mean": best["nmse"].mean(skipna=False),
                          "nmse_std": best["nmse"].std(ddof=1) if len(best) > 1 else np.nan,
-                         "round_mean": best["round"].mean(),
+                         "round_mean": best["round"].mean(skipna=False),
                          "round_std": best["round"].std(ddof=1) if len(best) > 1 else np.nan,
                          "n_splits": len(best), "paper_nmse": p_nmse, "paper_round": p_round,
-                         "difference": best["nmse"].mean() - p_nmse})
+                         "difference": best["nmse"].mean(skipna=False) - p_nmse})
     tidy = pd.DataFrame(rows)
     display = pd.DataFrame({
         "r": tidy["r"], "method": tidy["method"],
