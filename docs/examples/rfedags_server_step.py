@@ -1,18 +1,18 @@
 """RFedAGS with a server step size: x_{t+1} = R_{x_t}(eta_g sum_j p_j zeta^j).
 
-The agents' local work is RFedAGS's (paper Algorithm 1, lines 4-9); the server scales the
-aggregated gradient stream by eta_g before retracting (line 13 with eta_g; eta_g = 1 is
-RFedAGS). One file: in-tree it goes to ``rfl/algorithms/``, in a plug-in it is the module an
-``rfl.algorithms`` entry point names.
+The agents' local work is RFedAGS's (paper Algorithm 1, lines 2-10, ``RFedAGS.gradient_streams``);
+the server scales the aggregated gradient stream by eta_g before retracting (line 13 with
+eta_g; eta_g = 1 is RFedAGS). One file: in-tree it goes to ``rfl/algorithms/``, in a plug-in
+it is the module an ``rfl.algorithms`` entry point names.
 """
 
 from __future__ import annotations
 
 from rfl.algorithms.aggregation import retract_weighted_stream
-from rfl.algorithms.base import FederatedStrategy
+from rfl.algorithms.rfedags import RFedAGS
 
 
-class RFedAGSServerStep(FederatedStrategy):
+class RFedAGSServerStep(RFedAGS):
     """RFedAGS whose server moves eta_g times the weighted mean of the gradient streams.
 
     Agent j: eta^j_{k-1} = -alpha_t grad f_j(x^j_{t,k-1}; B^j_k),
@@ -24,31 +24,16 @@ class RFedAGSServerStep(FederatedStrategy):
     label = "RFedAGS-SS"
     requires = frozenset()                      # any manifold: a retraction and a transport
     fields = frozenset({"gradient"})
+    # the base class sets self.server_step from the config (checked against this schema)
     options = {"server_step": {"type": "number", "exclusiveMinimum": 0, "default": 1.0,
                                "description": "server step eta_g (1: RFedAGS)"}}
     style = {"color": "tab:red", "ls": "--"}
     plot_order = 10
 
-    def __init__(self, problem, step_size, K, batch_size, participation=None,
-                 server_step: float = 1.0):
-        super().__init__(problem, step_size, K, batch_size, participation)
-        if not server_step > 0:
-            raise ValueError(f"server_step must be positive, got {server_step!r}")
-        self.server_step = float(server_step)
-
     def round(self, x_t, t, sampler):
         """One round from x_t (``point_shape``)."""
-        m = self.manifold
-        agents = sampler.participants()
-        alpha = self.step_size(t)
-        x_server = self.broadcast(x_t, agents.shape[0])     # (s, *shape), the transport target
-        x = x_server.copy()
-        zeta = m.zero_vector(x)
-        for _ in range(self.K):
-            batch = sampler.batches(agents)                  # (s, B)
-            eta = -alpha * self.problem.minibatch_rgrad(x, agents, batch)
-            zeta += m.transport(x, x_server, eta)
-            x = m.retraction(x, eta)
+        agents, zeta = self.gradient_streams(x_t, t, sampler)
         w = sampler.weights(self.problem.local_sizes, agents)
         # R_{x_t}(sum_j (eta_g p_j) zeta^j): the weights carry the server step
-        return self.result(retract_weighted_stream(m, x_t, zeta, self.server_step * w), agents)
+        return self.result(retract_weighted_stream(self.manifold, x_t, zeta, self.server_step * w),
+                           agents)

@@ -95,6 +95,22 @@ class Declared:
         """{option: default} from ``options``."""
         return {k: v["default"] for k, v in cls.options.items() if "default" in v}
 
+    def set_options(self, given: dict) -> None:
+        """Set each declared option as an attribute: the ``given`` value, checked against the
+        option's schema, or its default; an undeclared option is refused by name."""
+        import jsonschema
+
+        unknown = sorted(set(given) - set(self.options))
+        if unknown:
+            raise TypeError(f"{self.name} takes no option {', '.join(map(repr, unknown))}; allowed: "
+                            f"{', '.join(self.options) or 'none'}")
+        for key, value in {**self.option_defaults(), **given}.items():
+            try:
+                jsonschema.validate(value, self.options[key])
+            except jsonschema.ValidationError as exc:
+                raise ValueError(f"{self.name} option {key} = {value!r}: {exc.message}") from None
+            setattr(self, key, value)
+
 
 class FederatedStrategy(Declared, abc.ABC):
     """K local steps per agent per round, then a server aggregation.
@@ -108,7 +124,7 @@ class FederatedStrategy(Declared, abc.ABC):
     federated = True
 
     def __init__(self, problem, step_size, K: int, batch_size: int,
-                 participation: int | None = None):
+                 participation: int | None = None, **options):
         if not (isinstance(K, (int, np.integer)) and K >= 1):
             raise ValueError(f"K must be an integer >= 1, got {K!r}")
         self.check_problem(problem)
@@ -118,6 +134,7 @@ class FederatedStrategy(Declared, abc.ABC):
         self.K = int(K)
         self.batch_size = int(batch_size)
         self.participation = participation
+        self.set_options(options)
 
     def sampler(self, rng: np.random.Generator) -> AgentSampler:
         return AgentSampler(rng, self.problem.local_sizes, self.batch_size, self.participation)

@@ -24,7 +24,9 @@ class RFedAGS(FederatedStrategy):
     style = {"color": None, "ls": "-"}
     plot_order = 0
 
-    def round(self, x_t, t, sampler):
+    def gradient_streams(self, x_t, t, sampler):
+        """Lines 2-10 for the round's agents: ``(agents (s,), zeta (s, *point_shape))``, zeta^j
+        in T_{x_t} M."""
         m = self.manifold
         agents = sampler.participants()
         s = agents.shape[0]
@@ -37,5 +39,9 @@ class RFedAGS(FederatedStrategy):
             eta = -alpha * self.problem.minibatch_rgrad(x, agents, batch)   # line 7
             zeta += m.transport(x, x_server, eta)    # line 9 (uses x^j_{t,k-1})
             x = m.retraction(x, eta)                 # line 8
+        return agents, zeta
+
+    def round(self, x_t, t, sampler):
+        agents, zeta = self.gradient_streams(x_t, t, sampler)
         w = sampler.weights(self.problem.local_sizes, agents)
-        return self.result(retract_weighted_stream(m, x_t, zeta, w), agents)   # line 13
+        return self.result(retract_weighted_stream(self.manifold, x_t, zeta, w), agents)   # line 13

@@ -61,13 +61,9 @@ class RFedProj(FederatedStrategy):
     style = {"color": "tab:cyan", "ls": "-."}
     plot_order = 3
 
-    def __init__(self, problem, step_size, K, batch_size, participation=None,
-                 server_step: float = 1.0):
-        super().__init__(problem, step_size, K, batch_size, participation)
-        if not server_step > 0:
-            raise ValueError(f"server_step must be positive, got {server_step!r}")
-        self.server_step = float(server_step)
-        self.x_bar = self.c = self.previous = None
+    #: the state across rounds (``reset``): the ambient server point, the corrections c_j and
+    #: which agents took part in the previous round
+    x_bar = c = previous = None
 
     def reset(self, x0: np.ndarray) -> None:
         """x_bar^1 = x0 and c_j^1 = 0 for all S agents, none of which took part before."""

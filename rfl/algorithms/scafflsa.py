@@ -58,9 +58,8 @@ class SCAFFLSA(FederatedStrategy):
     style = {"color": "tab:green", "ls": "-."}
     plot_order = 5
 
-    def __init__(self, problem, *args, **kwargs):
-        super().__init__(problem, *args, **kwargs)
-        self.control_variates = None
+    #: xi^c: (S, *point_shape), set by ``reset``
+    control_variates = None
 
     def reset(self, x0=None) -> None:
         """xi^c_0 = 0 for every agent: ``(S, *point_shape)``."""
