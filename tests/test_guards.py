@@ -29,20 +29,20 @@ def test_sync_json_leaves_an_unchanged_file_untouched(tmp_path):
     assert path.stat().st_mtime != past and io.read_json(path) == {"a": 2, "b": [1, 2]}
 
 
-class _OffTheSphere(FederatedStrategy):
-    """Returns a finite point 1e-6 off the unit sphere after the first round."""
-
-    name = "test_off_the_sphere"
-    label = "off"
-
-    def round(self, x_t, t, sampler):
-        return self.result(x_t * (1 + 1e-6), sampler.participants())
-
-
 @pytest.fixture
 def off_the_sphere():
-    yield _OffTheSphere
-    ALGORITHMS.remove(_OffTheSphere.name)
+    """A strategy that returns a finite point 1e-6 off the unit sphere after the first round,
+    declared for this test only (the registry-wide contracts never see it)."""
+
+    class OffTheSphere(FederatedStrategy):
+        name = "test_off_the_sphere"
+        label = "off"
+
+        def round(self, x_t, t, sampler):
+            return self.result(x_t * (1 + 1e-6), sampler.participants())
+
+    yield OffTheSphere
+    ALGORITHMS.remove(OffTheSphere.name)
 
 
 def test_a_finite_iterate_off_the_manifold_is_recorded_as_diverged(off_the_sphere):
