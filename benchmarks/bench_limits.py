@@ -1,4 +1,4 @@
-"""Issue 5, target 2: time per local step against the physical limit, at S = 1000 agents.
+"""Time per local step against the physical limit, at S = 1000 agents.
 
 A local step must read at least the mini-batch's data. The limit is (bytes that must be read)
 / (read bandwidth), the bandwidth measured in the same call by a numpy streaming reduction
@@ -7,7 +7,7 @@ A local step must read at least the mini-batch's data. The limit is (bytes that 
 
 Bytes that must be read per agent and local step:
 - MBCFSti (S=1000, N=50, d=25, p=2, B=25, K=10; polar retraction, projection transport):
-  B d^2 float64 (the issue's definition);
+  B d^2 float64 (the B samples of the mini-batch);
 - CPESph (S=1000, N=80, d+1=26, B=64, K=10; normalisation, parallel transport): B (d+1) float64;
 - multitask (S=1000, N=50 tasks, m=100, r=5, B=25, K=10, tasks of d_ij ~ U{10..50} rows stored
   padded to D=50; SVD retraction, parallelization transport): the B tasks' valid rows,

@@ -1,4 +1,4 @@
-"""Issue 5, target 3: scaling in the number of agents, S in {10, 100, 1000, 10000}.
+"""Scaling in the number of agents, S in {10, 100, 1000, 10000}.
 
 For each problem, ``setup_cache`` sweeps S once (same per-agent sizes at every S) and records,
 per S, the best time of one RFedAGS round (K = 10) and the peak memory of building the problem

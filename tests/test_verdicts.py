@@ -3,7 +3,7 @@
 Every input here is made in the test with a known answer: excess risks that are exactly
 r^t (with or without a floor), decaying runs that end a known factor below or above the
 fixed ones, Table 2 and FedLSA tables with chosen differences. Each rule is checked on both
-sides of each of its thresholds, and on the inputs that used to crash or pass silently:
+sides of each of its thresholds, and on the inputs that could crash it or pass silently:
 runs that diverged (after one round or later), runs of one round or none after round 0,
 rows without a value. The files have the runner's format (a table with its columns and
 ``X.meta.json`` beside it), and the report is also written through ``rfl reproduction``.
@@ -709,8 +709,8 @@ def test_rfl_reproduction_end_to_end(tmp_path):
 
 def test_rfl_reproduction_on_a_real_run_that_diverges_after_one_round(tmp_path):
     """The runner's own files: the smoke config's first fixed-step RFedAGS run of a Table 1
-    experiment, once with a step that makes it diverge after one round (the report used to
-    crash with IndexError in linear_phase) and once as configured, as the decaying run."""
+    experiment, once with a step that makes it diverge after one round (a fit window past the
+    last recorded round would raise IndexError in linear_phase) and once as configured, as the decaying run."""
     import yaml
 
     from rfl import config as rflconfig
