@@ -20,7 +20,7 @@ The value function of the inner problem,
 
     F(U) = sum_i p_i f_i(U),  f_i(U) = (1/N) sum_j h_ij(U),  p_i = 1/S,
 
-i.e. choice (a) of the design brief. By the envelope theorem (the partial
+the value function, not a fixed-w surrogate. By the envelope theorem (the partial
 derivative in w of the inner objective vanishes at w = w_ij(U)) its Euclidean
 gradient in R^{m x r} is exactly
 

@@ -86,7 +86,7 @@ def _arrays(case: ProblemCase) -> dict:
 
 
 def build(case: ProblemCase):
-    """(arrays, problem) of a case, built once per session."""
+    """(arrays, problem) of a case, built once per test process."""
     key = case.key()
     if key not in _BUILT:
         arrays = _arrays(case)
