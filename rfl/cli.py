@@ -58,7 +58,9 @@ def _run_table(path: str) -> Path:
     p = _existing(path)
     if not p.name.endswith(".csv"):
         raise argparse.ArgumentTypeError(f"not a run table (.csv): {path}")
-    meta = p.with_name(p.name[: -len(".csv")] + ".meta.json")
+    from rfl.io import run_meta_path
+
+    meta = run_meta_path(p)
     if not meta.is_file():
         raise argparse.ArgumentTypeError(f"no metadata beside run table {path}: {meta} is missing")
     return p

@@ -67,10 +67,6 @@ def save_figure(fig, out_pdf) -> None:
     plt.close(fig)
 
 
-def meta_path(table_path) -> Path:
-    return io.run_meta_path(table_path)
-
-
 def method_key(algorithm: dict) -> tuple:
     return (algorithm["name"], algorithm.get("K"), algorithm.get("participation"))
 

@@ -19,7 +19,7 @@ import pandas as pd  # noqa: E402
 
 from rfl import io  # noqa: E402
 
-from .figures import algorithm_label, meta_path, save_figure  # noqa: E402
+from .figures import algorithm_label, save_figure  # noqa: E402
 from .tables import write_markdown  # noqa: E402
 
 SUBJECT = "rfedags"   # the method the study is about (solid lines); those compared with it: dashed
@@ -47,7 +47,7 @@ def collect(spec: dict, tables) -> pd.DataFrame:
             s = int(a.get("participation") or S)
             K, seed = int(a["K"]), sp["seed"]
         except (KeyError, TypeError, ValueError) as exc:
-            raise io.RunTableError(f"{meta_path(path)}: the heterogeneity study needs the spec's "
+            raise io.RunTableError(f"{io.run_meta_path(path)}: the heterogeneity study needs the spec's "
                                    f"dataset.params.S, algorithm.K and seed; bad or missing: "
                                    f"{exc}") from None
         rows.append({"problem": label, "method": algorithm_label(a["name"]), "algorithm": a["name"], "K": K,

@@ -36,7 +36,7 @@ import pandas as pd  # noqa: E402
 
 from rfl import io  # noqa: E402
 
-from .figures import algorithm_label, meta_path, save_figure  # noqa: E402
+from .figures import algorithm_label, save_figure  # noqa: E402
 from .tables import write_markdown  # noqa: E402
 
 # The study compares FedAvg on the LSA field (FedLSA) with SCAFFLSA.
@@ -65,7 +65,7 @@ def collect(tables) -> list[dict]:
                          "predicted": float(pred.get("fedlsa_bias_sq", np.nan)),
                          "table": table})
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise io.RunTableError(f"{meta_path(path)}: the FedLSA study needs the spec's "
+            raise io.RunTableError(f"{io.run_meta_path(path)}: the FedLSA study needs the spec's "
                                    f"dataset.params (setting, n_agents), step.alpha, algorithm.K "
                                    f"and batch_size; bad or missing: {exc}") from None
     return runs

@@ -16,7 +16,7 @@ import pandas as pd
 
 from rfl import io
 
-from .figures import _column, load_runs, meta_path, method_label, summarise
+from .figures import _column, load_runs, method_label, summarise
 
 REPRODUCED, PARTLY, NOT = "reproduced", "partly reproduced", "not reproduced"
 INSUFFICIENT = "insufficient data"
@@ -570,12 +570,12 @@ def lsa_section(rep: Report, spec: dict) -> None:
 
 
 def provenance(spec: dict) -> list[str]:
-    metas = [io.read_json(meta_path(p)) for paths in spec["runs"].values() for p in paths[:1]]
+    metas = [io.read_json(io.run_meta_path(p)) for paths in spec["runs"].values() for p in paths[:1]]
     commits = sorted({m["commit"] for m in metas})
     versions = metas[0]["versions"] if metas else {}
     n_runs = sum(len(v) for v in spec["runs"].values())
     diverged = [p for paths in spec["runs"].values() for p in paths
-                if io.read_json(meta_path(p))["status"] != "ok"]
+                if io.read_json(io.run_meta_path(p))["status"] != "ok"]
     out = [f"- runs: {n_runs} ({len(diverged)} diverged"
            + (": " + ", ".join(Path(p).stem for p in diverged[:10]) if diverged else "") + ")",
            f"- code: commit(s) {', '.join(commits)}",
