@@ -22,6 +22,7 @@ from rfl import cli, io
 from rfl.reporting import reproduction as R
 from rfl.reporting.reproduction import INSUFFICIENT, NOT, PARTLY, REPRODUCED, Report
 from rfl.runner import COLUMNS
+from rfl.testing.run_files import write_run as write_run_files
 
 
 # ---- result files -----------------------------------------------------------------------------
@@ -50,17 +51,12 @@ def write_run(root, experiment, values, *, name="rfedags", K=1, participation=No
             break
     table = pd.DataFrame(rows, columns=COLUMNS + list(extra or {}))
     run_id = f"{name}_K{K}_seed{seed}" if K is not None else f"{name}_seed{seed}"
-    d = root / "runs" / experiment
-    d.mkdir(parents=True, exist_ok=True)
-    csv = d / f"{run_id}.csv"
-    status = "diverged" if (table["status"] == "diverged").any() else "ok"
-    io.write_json(d / f"{run_id}.meta.json", {
-        "spec": {"algorithm": {"name": name, "K": K, "batch_size": 1, "participation": participation},
-                 "dataset": {"name": experiment, "problem": _problem_of(extra)},
-                 "experiment": experiment, "run_id": run_id, "seed": seed, "rounds": len(values) - 1},
-        "seed": seed, "status": status, "commit": "0" * 40, "versions": {"python": "3"},
-        "rounds_completed": int(table["round"].iloc[-1])})
-    io.write_table(csv, table)
+    csv = root / "runs" / experiment / f"{run_id}.csv"
+    write_run_files(csv, {c: table[c].to_numpy() for c in table.columns},
+                    {"algorithm": {"name": name, "K": K, "batch_size": 1, "participation": participation},
+                     "dataset": {"name": experiment, "problem": _problem_of(extra)},
+                     "experiment": experiment, "run_id": run_id, "seed": seed, "rounds": len(values) - 1},
+                    seed=seed, commit="0" * 40, versions={"python": "3"})
     return str(csv)
 
 
