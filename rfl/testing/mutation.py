@@ -1,0 +1,193 @@
+"""Mutation testing of one package of rfl with mutmut, and the README's table of scores.
+
+``python -m rfl.testing.mutation <package>`` (package: manifolds, algorithms, problems,
+reporting, ...) copies the tracked files of the repository into a scratch directory, tells
+mutmut (``[tool.mutmut]`` in pyproject.toml) to mutate only ``rfl/<package>/`` and to run only
+the tests that exercise it (``TESTS`` below, so one package costs minutes, not hours), runs it,
+and records the score in ``tests/mutation_scores.json``; ``--readme`` then rewrites the table
+between the ``mutation-scores`` markers of README.md from that file.
+
+Not part of CI: a package takes 10-60 minutes of CPU on 2 cores. The score is
+killed / (killed + survived + timeouts + suspicious); mutants that no selected test
+reaches ("no tests") count as survivors, since a bug there would go unseen too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SCORES = ROOT / "tests" / "mutation_scores.json"
+README = ROOT / "README.md"
+GOAL = 0.90
+
+#: the test files that exercise each package (globs under tests/)
+TESTS = {
+    "manifolds": ["test_manifold*.py", "test_aggregation.py"],
+    "algorithms": ["test_algorithms.py", "test_strategy_contract.py", "test_rfedsvrg_rfedproj.py",
+                   "test_rlbfgs*.py", "test_centralized.py", "test_aggregation.py", "test_batching.py",
+                   "test_guards.py"],
+    "problems": ["test_problem_contract.py", "test_cpesph.py", "test_cfmspd.py", "test_mbcfsti.py",
+                 "test_kpca.py", "test_multitask.py", "test_lsa.py", "test_school.py", "test_batching.py"],
+    "reporting": ["test_verdicts.py", "test_tables.py", "test_lsa_workflow.py", "test_faults.py",
+                  "test_inputs.py"],
+}
+
+#: functions that hold test data for the shared contracts (``examples``: the manifolds every
+#: contract runs on; ``test_params``: a problem's toy sizes), not behaviour; mutating them
+#: changes which cases the tests run, not what rfl computes, so they are left out
+NOT_MUTATED = ("examples", "test_params")
+
+BEGIN, END = "<!-- mutation-scores: begin -->", "<!-- mutation-scores: end -->"
+
+
+def tests_for(package: str) -> list[str]:
+    if package not in TESTS:
+        raise SystemExit(f"rfl.testing.mutation: unknown package {package!r}; allowed: {', '.join(TESTS)}")
+    tracked = set(subprocess.run(["git", "ls-files", "tests"], cwd=ROOT, capture_output=True,
+                                 text=True).stdout.split())
+    out = sorted({str(p.relative_to(ROOT)) for g in TESTS[package] for p in (ROOT / "tests").glob(g)}
+                 & tracked)
+    if not out:
+        raise SystemExit(f"rfl.testing.mutation: no test files match {TESTS[package]}")
+    return out
+
+
+def _toml_list(items) -> str:
+    return "[" + ", ".join(json.dumps(i) for i in items) + "]"
+
+
+def exclude_test_data(path: Path) -> None:
+    """Wrap each ``NOT_MUTATED`` function of a module in mutmut's ``no mutate start/end`` pragmas."""
+    import ast
+
+    lines = path.read_text().splitlines(keepends=True)
+    spans = [(min([n.lineno] + [d.lineno for d in n.decorator_list]), n.end_lineno)
+             for n in ast.walk(ast.parse("".join(lines)))
+             if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name in NOT_MUTATED]
+    for start, end in sorted(spans, reverse=True):
+        indent = lines[start - 1][: len(lines[start - 1]) - len(lines[start - 1].lstrip())]
+        lines.insert(end, f"{indent}# pragma: no mutate end\n")
+        lines.insert(start - 1, f"{indent}# pragma: no mutate start\n")
+    path.write_text("".join(lines))
+
+
+def prepare(package: str, workdir: Path) -> None:
+    """Copy the tracked files into ``workdir`` and configure mutmut there."""
+    files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, check=True, capture_output=True).stdout
+    for rel in filter(None, files.decode().split("\0")):
+        src, dst = ROOT / rel, workdir / rel
+        if src.is_file():
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dst)
+    for module in (workdir / "rfl" / package).rglob("*.py"):
+        exclude_test_data(module)
+    pyproject = workdir / "pyproject.toml"
+    text = re.sub(r"(?ms)^\[tool\.mutmut\].*?(?=^\[|\Z)", "", pyproject.read_text())
+    text += ("\n[tool.mutmut]\n"
+             'source_paths = ["rfl/"]\n'
+             f'only_mutate = ["rfl/{package}/*"]\n'
+             'also_copy = ["tests/", "config/", "docs/", "rules/", "Snakefile", "benchmarks/"]\n'
+             f"pytest_add_cli_args_test_selection = {_toml_list(tests_for(package))}\n"
+             'pytest_add_cli_args = ["-p", "no:cacheprovider", "-q", "-x"]\n')
+    pyproject.write_text(text)
+
+
+def survivors_report(work: Path, env: dict) -> str:
+    """Every mutant that was not killed, with its diff (``mutmut results`` and ``mutmut show``)."""
+    listing = subprocess.run([sys.executable, "-m", "mutmut", "results"], cwd=work, env=env,
+                             capture_output=True, text=True).stdout
+    names = [ln.split(":")[0].strip() for ln in listing.splitlines() if ":" in ln]
+    out = [listing]
+    for name in names:
+        out.append(subprocess.run([sys.executable, "-m", "mutmut", "show", name], cwd=work, env=env,
+                                  capture_output=True, text=True).stdout)
+    return "\n".join(out)
+
+
+def commit_of_tree() -> str:
+    """HEAD's short hash, with "+" when tracked files differ from it (what was measured)."""
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                          text=True).stdout.strip()
+    dirty = subprocess.run(["git", "diff", "--quiet", "HEAD"], cwd=ROOT).returncode != 0
+    return head + ("+" if dirty else "")
+
+
+def run(package: str, children: int, report: str | None = None) -> dict:
+    tests, commit = tests_for(package), commit_of_tree()
+    with tempfile.TemporaryDirectory(prefix=f"rfl-mutmut-{package}-") as tmp:
+        work = Path(tmp)
+        prepare(package, work)
+        env = {**os.environ, "OMP_NUM_THREADS": "1"}
+        subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(children)],
+                       cwd=work, env=env, check=False)
+        subprocess.run([sys.executable, "-m", "mutmut", "export-cicd-stats"], cwd=work, env=env, check=True)
+        stats = json.loads((work / "mutants" / "mutmut-cicd-stats.json").read_text())
+        survivors = survivors_report(work, env)
+    if report:
+        Path(report).write_text(survivors)
+        print(f"survivors and their diffs: {report}")
+    killed = int(stats.get("killed", 0))
+    missed = sum(int(stats.get(k, 0)) for k in ("survived", "no_tests", "timeout", "suspicious"))
+    return {"package": package, "killed": killed, "missed": missed,
+            "score": round(killed / (killed + missed), 4) if killed + missed else None,
+            "stats": stats, "tests": tests, "commit": commit,
+            "date": _dt.date.today().isoformat()}
+
+
+def load_scores() -> dict:
+    return json.loads(SCORES.read_text()) if SCORES.exists() else {}
+
+
+def table(scores: dict) -> str:
+    """The README's Markdown table of the recorded scores."""
+    lines = ["| package | mutants | killed | score | goal met | commit | date |", "|---|---|---|---|---|---|---|"]
+    for pkg in sorted(scores):
+        r = scores[pkg]
+        n = r["killed"] + r["missed"]
+        score = "n/a" if r["score"] is None else f"{100 * r['score']:.1f} %"
+        met = "yes" if r["score"] is not None and r["score"] >= GOAL else "no"
+        lines.append(f"| rfl/{pkg} | {n} | {r['killed']} | {score} | {met} | {r['commit']} | {r['date']} |")
+    return "\n".join(lines)
+
+
+def readme_block(scores: dict) -> str:
+    return f"{BEGIN}\n{table(scores)}\n{END}"
+
+
+def update_readme(scores: dict) -> None:
+    text = README.read_text()
+    if BEGIN not in text or END not in text:
+        raise SystemExit(f"README.md has no {BEGIN} ... {END} block")
+    new = re.sub(re.escape(BEGIN) + r".*?" + re.escape(END), lambda _: readme_block(scores), text, flags=re.S)
+    README.write_text(new)
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m rfl.testing.mutation", description=__doc__.split("\n")[0])
+    ap.add_argument("package", nargs="?", help=f"one of {', '.join(TESTS)}; omit with --readme")
+    ap.add_argument("--children", type=int, default=2, help="mutmut's parallel workers (default 2)")
+    ap.add_argument("--survivors", metavar="FILE", help="write the surviving mutants and their diffs here")
+    ap.add_argument("--readme", action="store_true", help="rewrite README.md's table from the scores file")
+    args = ap.parse_args(argv)
+    scores = load_scores()
+    if args.package:
+        scores[args.package] = run(args.package, args.children, args.survivors)
+        SCORES.write_text(json.dumps(scores, indent=1, sort_keys=True) + "\n")
+        r = scores[args.package]
+        print(f"rfl/{args.package}: {r['killed']} of {r['killed'] + r['missed']} mutants killed ({r['score']})")
+    if args.readme:
+        update_readme(scores)
+
+
+if __name__ == "__main__":
+    main()
