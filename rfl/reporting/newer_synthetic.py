@@ -22,14 +22,14 @@ import pandas as pd
 from .figures import load_runs, method_label
 from .reproduction import (INSUFFICIENT, LINEAR_RULE, NOT, PARTLY, REPRODUCED, Report, _last,
                            _notes, _rfedags, _verdict, faster_in_k, fit_note, is_linear,
-                           linear_phase, median_curve, plateau, rounds_to, seed_note)
+                           linear_phase, median_curve, plateau, seed_note)
 
 #: name prefix -> (study, the dataset parameter(s) that grow)
 STUDIES = {"pca_stiefel_agents": ("agents", ("S",)), "pca_stiefel_datasize": ("datasize", ("N",)),
            "pca_stiefel_dim": ("dim", ("d", "r")), "pca_stiefel_ags_vs_tm": ("ags_vs_tm", ())}
 #: a curve has levelled off when the median of its last 10% of rounds is within this factor of
 #: the median of the 10% before (otherwise its last level only bounds its plateau from above)
-LEVEL_FACTOR = 1.5
+LEVEL_FACTOR = 1.2
 #: "at least as low": RFedAGS's final level at most this factor times RFedAvg's
 AS_LOW = 1.1
 #: the relative error of the completion at the last round is "non-increasing in K" up to this factor
@@ -64,11 +64,18 @@ def ordering(levels: list[float]) -> str:
     return PARTLY if levels[-1] < levels[0] else NOT
 
 
+def _first_below(curve: pd.Series, level: float) -> float:
+    """The first round at which ``curve`` is strictly below ``level`` (NaN if never): a curve
+    that never leaves its start does not reach a level equal to it."""
+    hit = np.nonzero(curve.values < level)[0]
+    return float(curve.index[hit[0]]) if len(hit) else np.nan
+
+
 def ags_vs_tm(ags: pd.Series, tm: pd.Series) -> tuple[str, str, dict]:
     """(final-level verdict, speed verdict, numbers) of RFedAGS (``ags``) against the tangent
     mean (``tm``), median excess-risk curves. Final level: reproduced if RFedAGS's plateau is at
     most AS_LOW times RFedAvg's. Speed: the level is the geometric mean of the common start and
-    the higher plateau; reproduced if RFedAGS reaches it in fewer rounds, partly in as many, not
+    the higher plateau; reproduced if RFedAGS gets below it in fewer rounds, partly in as many, not
     reproduced in more or never. Insufficient data without a finite value on either side."""
     pa, pt = plateau(ags.dropna()) if ags.notna().any() else np.nan, \
         plateau(tm.dropna()) if tm.notna().any() else np.nan
@@ -79,7 +86,7 @@ def ags_vs_tm(ags: pd.Series, tm: pd.Series) -> tuple[str, str, dict]:
                                             "RFedAGS rounds": np.nan, "RFedAvg rounds": np.nan}
     final = REPRODUCED if pa <= AS_LOW * pt else NOT
     level = float(np.sqrt(start * max(pa, pt)))
-    ta, tt = rounds_to(ags, level), rounds_to(tm, level)
+    ta, tt = _first_below(ags, level), _first_below(tm, level)
     if not np.isfinite(ta):
         speed = NOT
     elif not np.isfinite(tt) or ta < tt:
