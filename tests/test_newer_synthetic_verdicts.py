@@ -36,6 +36,17 @@ def test_ordering(levels, want):
     assert NS.ordering(levels) == want
 
 
+@pytest.mark.parametrize("levels, exact, want", [
+    ([3.0, 2.0, 1.0], [True] * 3, REPRODUCED),
+    ([1.0, 2.0, 3.0], [False, False, True], NOT),          # 3 > the bound 1: broken whatever
+    ([3.0, 4.0, 1.0], [True, True, False], PARTLY),        # 4 > 3 broken; the last bound below the first
+    ([3.0, 2.0, 1.0], [False, True, True], INSUFFICIENT),  # the first plateau could lie below 1
+    ([1.0, 2.0, 3.0], [True, True, False], NOT),           # 2 > 1 broken
+    ([2.0, 1.0], [True, False], INSUFFICIENT)])            # the bound below: order open
+def test_ordering_with_upper_bounds(levels, exact, want):
+    assert NS.ordering_with_bounds(levels, exact) == want
+
+
 @pytest.mark.parametrize("values, want", [([1e-1, 1e-3, 1.04e-3], REPRODUCED), ([1e-1, 1e-3, 1.06e-3], PARTLY),
                                           ([1e-3, 1e-2], NOT), ([1e-3, np.nan], INSUFFICIENT)])
 def test_relative_error_in_k(values, want):
@@ -134,3 +145,11 @@ def test_a_curve_still_falling_has_no_plateau(tmp_path):
     summary, text = _report(tmp_path, still_falling=True)
     assert summary[("PCAStief_Syn (agents)", "more agents, lower plateau")] == INSUFFICIENT
     assert "S = 20: still decreasing at the last round" in text
+
+
+def test_plateaus_relative_to_the_optimal_value(tmp_path):
+    _, text = _report(tmp_path)
+    # write_run's cost column is 0, so F* = 0 - excess_risk[0] = -(1 + floor): plateau / |F*|
+    row = [line for line in text.splitlines() if line.startswith("| 20 | pca_stiefel_agents_s20")][0]
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert float(cells[7]) == pytest.approx(1e-3 / (1 + 1e-3), rel=1e-3)

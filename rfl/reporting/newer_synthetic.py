@@ -64,6 +64,22 @@ def ordering(levels: list[float]) -> str:
     return PARTLY if levels[-1] < levels[0] else NOT
 
 
+def ordering_with_bounds(levels: list[float], exact: list[bool]) -> str:
+    """As ``ordering`` when every level is ``exact`` (a levelled-off plateau). A level that is
+    not exact is the last level of a curve still decreasing: an upper bound of its plateau.
+    Then the claim (non-increasing levels) is certainly broken if an exact level lies above a
+    level (exact or bound) before it: not reproduced (partly if the last level, exact or a
+    bound, lies below an exact first level); otherwise it cannot be decided: insufficient data."""
+    if len(levels) < 2 or not all(np.isfinite(levels)):
+        return INSUFFICIENT
+    if all(exact):
+        return ordering(levels)
+    broken = any(exact[j] and levels[j] > levels[i] for j in range(len(levels)) for i in range(j))
+    if not broken:
+        return INSUFFICIENT
+    return PARTLY if exact[0] and levels[-1] < levels[0] else NOT
+
+
 def _first_below(curve: pd.Series, level: float) -> float:
     """The first round at which ``curve`` is strictly below ``level`` (NaN if never): a curve
     that never leaves its start does not reach a level equal to it."""
@@ -166,7 +182,7 @@ def _study_experiments(spec: dict) -> dict[str, list[tuple[tuple, str]]]:
 
 
 def _growth_study(rep: Report, spec: dict, study: str, items: list, label: str, claim: str | None) -> None:
-    rows, levels, ok, n, missing, notes = [], [], 0, 0, 0, []
+    rows, levels, exact, ok, n, missing, notes = [], [], [], 0, 0, 0, []
     for value, experiment in items:
         runs = _rfedags(load_runs(spec["runs"].get(experiment, [])))
         if not runs:
@@ -182,10 +198,14 @@ def _growth_study(rep: Report, spec: dict, study: str, items: list, label: str, 
         if not flat:
             notes.append(f"- {label} = {', '.join(map(str, value))}: still decreasing at the last round "
                          f"(its last level bounds its plateau from above).")
-        levels.append(fit["plateau"] if flat else np.nan)
+        levels.append(fit["plateau"])
+        exact.append(flat)
+        t0 = runs[K][0].iloc[0]
+        f_star = float(t0["cost"] - t0["excess_risk"])          # every run of a dataset shares F*
         rows.append({label: ", ".join(map(str, value)), "experiment": experiment, "K": str(K),
                      "contraction/round": fit["rate"], "R^2": fit["r2"], "excess risk, first": fit["start"],
-                     "plateau": fit["plateau"], "levelled off": "yes" if flat else "no"})
+                     "plateau": fit["plateau"], "plateau / |F*|": fit["plateau"] / abs(f_star) if f_star else np.nan,
+                     "levelled off": "yes" if flat else "no"})
     if not rows:
         return
     rep.table(pd.DataFrame(rows))
@@ -193,11 +213,13 @@ def _growth_study(rep: Report, spec: dict, study: str, items: list, label: str, 
     where = f"PCAStief_Syn ({study})"
     rep.verdict(where, "linear rate with a fixed step", _verdict(ok, n, missing), LINEAR_RULE)
     if claim:
-        rep.verdict(where, claim, ordering(levels),
+        rep.verdict(where, claim, ordering_with_bounds(levels, exact),
                     f"the plateau (median excess risk over the last 10% of rounds) is non-increasing "
-                    f"as {label} grows (partly: only the largest {label} below the smallest); a curve "
-                    f"not levelled off (last 10% of rounds more than {LEVEL_FACTOR:g}x below the 10% "
-                    f"before) has no plateau: insufficient data")
+                    f"as {label} grows (partly: only the largest {label} below the smallest). A curve "
+                    f"not levelled off (its last 10% of rounds more than {LEVEL_FACTOR:g}x below the "
+                    f"10% before) gives only an upper bound of its plateau: not reproduced if a "
+                    f"levelled-off plateau lies above the level of a smaller {label} all the same, "
+                    f"insufficient data if the bounds leave the order open")
 
 
 def pca_section(rep: Report, spec: dict) -> None:
