@@ -204,7 +204,7 @@ def _growth_study(rep: Report, spec: dict, study: str, items: list, label: str, 
         f_star = float(t0["cost"] - t0["excess_risk"])          # every run of a dataset shares F*
         rows.append({label: ", ".join(map(str, value)), "experiment": experiment, "K": str(K),
                      "contraction/round": fit["rate"], "R^2": fit["r2"], "excess risk, first": fit["start"],
-                     "plateau": fit["plateau"], "plateau / |F*|": fit["plateau"] / abs(f_star) if f_star else np.nan,
+                     "plateau": fit["plateau"], "plateau / abs(F*)": fit["plateau"] / abs(f_star) if f_star else np.nan,
                      "levelled off": "yes" if flat else "no"})
     if not rows:
         return
