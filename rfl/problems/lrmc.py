@@ -143,6 +143,31 @@ def _kernel():
     return columns
 
 
+@functools.cache
+def _residual_kernel():
+    """The compiled sum of squared residuals sum_c ||U_c w_c - y_c||^2 for given coefficients
+    w (s, N, r) on the entries rows/vals/count (s, N, D): the held-out test error."""
+    from . import _kernels  # noqa: F401  (sets numba's cache directory)
+    import numba
+
+    @numba.njit(cache=True, nogil=True, boundscheck=False)
+    def residual(x, rows, vals, count, w):
+        s, N = count.shape
+        r = x.shape[2]
+        total = 0.0
+        for i in range(s):
+            for c in range(N):
+                for d in range(count[i, c]):
+                    row = rows[i, c, d]
+                    res = -vals[i, c, d]
+                    for k in range(r):
+                        res += x[i, row, k] * w[i, c, k]
+                    total += res * res
+        return total
+
+    return residual
+
+
 class LowRankMatrixCompletion(Problem):
     """Matrix completion on Gr(r, m): rows/vals (S, N, D) observed entries per column."""
 
@@ -313,16 +338,14 @@ class LowRankMatrixCompletion(Problem):
             return float("nan")
         rows, y, count, valid = self.test
         S = self.n_agents
-        xs = np.broadcast_to(np.asarray(x, dtype=float), (S, self.m, self.r))
-        if refit and count.min() >= self.r:
-            h = self._columns(xs, np.arange(S), data=(rows, y, count))["h"]
-            return float(np.sqrt(2.0 * h.sum() / count.sum()))
-        uc = _gather(xs, rows, valid)
-        if refit:
-            _, res = _fit(uc, y, minimum_norm=True)
+        xs = np.ascontiguousarray(np.broadcast_to(np.asarray(x, dtype=float), (S, self.m, self.r)))
+        if not refit:
+            sq = _residual_kernel()(xs, rows, y, count, self._global(x)["w"])
+        elif count.min() >= self.r:
+            sq = 2.0 * self._columns(xs, np.arange(S), data=(rows, y, count))["h"].sum()
         else:
-            res = np.einsum("stdr,str->std", uc, self._global(x)["w"]) - y
-        return float(np.sqrt(np.sum(res ** 2) / valid.sum()))
+            sq = float(np.sum(_fit(_gather(xs, rows, valid), y, minimum_norm=True)[1] ** 2))
+        return float(np.sqrt(sq / count.sum()))
 
     def extra_metrics(self, x):
         return {"rel_error": self.rel_error(x), "test_rmse": self.test_rmse(x),
