@@ -43,7 +43,7 @@ def lstsq_fit(U, rows, y):
 # ---- data --------------------------------------------------------------------------------------
 def test_entries_are_the_budgets_disjoint_and_the_noisy_ground_truth():
     p = {**SMALL, "noise": 0.0}
-    arrays, problem = make(**p)
+    arrays, _ = make(**p)
     m, n, r = p["m"], p["n"], p["r"]
     assert arrays["count"].sum() == data.n_train(m, n, r, p["OS"]) == round(2.0 * r * (m + n - r))
     assert arrays["test_count"].sum() == data.n_test(m, n, p["test_fraction"])

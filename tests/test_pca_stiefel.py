@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rfl.problems.pca_stiefel import PCAStiefelSynthetic as PCA, row_scales
+from rfl.problems.pca_stiefel import PCAStiefelSynthetic as PCA
+from rfl.problems.pca_stiefel import row_scales
 from rfl.testing.problem import ProblemCase, ProblemContract
 
 

@@ -68,7 +68,7 @@ def _draw_entries(rng, free: np.ndarray, count: int, per_column: int) -> np.ndar
 def _pack(mask: np.ndarray, X: np.ndarray, S: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per column, the rows of ``mask`` and the values of ``X`` there, padded: rows, vals
     (S, N, D) and count (S, N); columns in order, N = n / S per agent."""
-    m, n = mask.shape
+    n = mask.shape[1]
     count = mask.sum(axis=0)
     D = max(1, int(count.max()))
     order = np.argsort(~mask, axis=0, kind="stable")[:D]               # observed rows first, ascending

@@ -79,8 +79,7 @@ def _kernel():
     w_c from the r x r normal equations (Cholesky), h_c = 0.5 ||U_c w_c - y_c||^2, and with
     ``grad`` the scatter-add of (U_c w_c - y_c) w_c^T into the observed rows of g[i]. numpy
     spends ~10 us per column on the small products; this loop about 0.3 us."""
-    from . import _kernels  # noqa: F401  (sets numba's cache directory)
-    import numba
+    from ._kernels import numba       # imported there after numba's cache directory is set
 
     @numba.njit(cache=True, nogil=True, boundscheck=False)
     def columns(x, rows, vals, count, agents, cols, grad, w_out, h_out, g_out):
@@ -147,8 +146,7 @@ def _kernel():
 def _residual_kernel():
     """The compiled sum of squared residuals sum_c ||U_c w_c - y_c||^2 for given coefficients
     w (s, N, r) on the entries rows/vals/count (s, N, D): the held-out test error."""
-    from . import _kernels  # noqa: F401  (sets numba's cache directory)
-    import numba
+    from ._kernels import numba       # imported there after numba's cache directory is set
 
     @numba.njit(cache=True, nogil=True, boundscheck=False)
     def residual(x, rows, vals, count, w):
@@ -247,7 +245,7 @@ class LowRankMatrixCompletion(Problem):
         self.manifold = Grassmann(m, r, retraction=retraction, transport=transport)
         self.local_sizes = np.full(S, N)
         self.U_star = np.linalg.qr(self.A)[0]
-        q, ra = np.linalg.qr(self.A)
+        ra = np.linalg.qr(self.A)[1]
         self.M_norm = float(np.linalg.norm(self.B.reshape(S * N, r) @ ra.T))    # ||A B^T||_F
         self.test = None
         if test_rows is not None:

@@ -20,9 +20,25 @@ import numpy as np
 import pandas as pd
 
 from .figures import load_runs, method_label
-from .reproduction import (INSUFFICIENT, LINEAR_RULE, NOT, PARTLY, REPRODUCED, Report, _last,
-                           _notes, _rfedags, _verdict, faster_in_k, fit_note, is_linear,
-                           linear_phase, median_curve, plateau, seed_note)
+from .reproduction import (
+    INSUFFICIENT,
+    LINEAR_RULE,
+    NOT,
+    PARTLY,
+    REPRODUCED,
+    Report,
+    _last,
+    _notes,
+    _rfedags,
+    _verdict,
+    faster_in_k,
+    fit_note,
+    is_linear,
+    linear_phase,
+    median_curve,
+    plateau,
+    seed_note,
+)
 
 #: name prefix -> (study, the dataset parameter(s) that grow)
 STUDIES = {"pca_stiefel_agents": ("agents", ("S",)), "pca_stiefel_datasize": ("datasize", ("N",)),
