@@ -149,3 +149,16 @@ def test_held_out_and_refitted_test_rmse(test_fraction):
     np.testing.assert_allclose(problem.test_rmse(U), np.sqrt(held / k), rtol=1e-10)
     np.testing.assert_allclose(problem.test_rmse(U, refit=True), np.sqrt(refit / k), rtol=1e-9, atol=1e-14)
     assert problem.test_rmse(U, refit=True) < problem.test_rmse(U)   # refitting minimises it
+
+
+def test_malformed_arrays_are_refused_before_any_work():
+    arrays, _ = make()
+    bad = dict(arrays, rows=arrays["rows"] + SMALL["m"])          # a row past m
+    with pytest.raises(ValueError, match="observed rows"):
+        LRMC.from_arrays(bad, SMALL)
+    bad = dict(arrays, count=np.minimum(arrays["count"], 1))      # fewer than r entries
+    with pytest.raises(ValueError, match="observed entries"):
+        LRMC.from_arrays(bad, SMALL)
+    bad = dict(arrays, test_count=arrays["test_count"] + 99)      # counts beyond the padding
+    with pytest.raises(ValueError, match="test entries"):
+        LRMC.from_arrays(bad, SMALL)

@@ -21,9 +21,10 @@ so this is already horizontal and equals its Grassmann gradient. The authors' la
 (a penalty on the completion's unobserved entries) is not implemented: their script uses 0.
 
 Storage (``rfl.data.lrmc``): per column the observed rows and values padded to D slots
-(padding: row 0, value 0), so U_c is a gather ``U[rows]`` with the padded rows zeroed and the
-gradient a scatter-add of res w^T into the observed rows: O(B D r^2) per agent and step, with D
-about OS r (m + n) / n entries per column, independent of m otherwise.
+(padding: row 0, value 0; ``count`` says how many are real). A compiled loop (``_kernel``)
+reads each selected column's entries where they lie, solves its r x r normal equations and
+scatter-adds res w^T into the observed rows: O(B |Omega_c| r^2) per agent and step, with
+|Omega_c| about OS r (m + n) / n entries per column.
 
 Metrics (``extra_metrics``), for every iterate:
 
@@ -237,10 +238,11 @@ class LowRankMatrixCompletion(Problem):
         if self.vals.shape != (S, N, D) or self.count.shape != (S, N) or self.B.shape != (S, N, r):
             raise ValueError(f"expected rows, vals (S, N, D), count (S, N), B (S, N, r); got "
                              f"{self.rows.shape}, {self.vals.shape}, {self.count.shape}, {self.B.shape}")
-        if self.count.min() < r:
-            raise ValueError(f"every column needs at least r = {r} observed entries (lambda = 0); "
-                             f"the sparsest has {self.count.min()}")
-        self.valid = np.arange(D)[None, None, :] < self.count[..., None]
+        if self.count.min() < r or self.count.max() > D:
+            raise ValueError(f"every column needs r = {r} to D = {D} observed entries (lambda = 0: "
+                             f"w unique); counts range over [{self.count.min()}, {self.count.max()}]")
+        if self.rows.min() < 0 or self.rows.max() >= m:
+            raise ValueError(f"observed rows must lie in [0, {m}), got [{self.rows.min()}, {self.rows.max()}]")
         self.m, self.r = m, r
         self.manifold = Grassmann(m, r, retraction=retraction, transport=transport)
         self.local_sizes = np.full(S, N)
@@ -251,6 +253,10 @@ class LowRankMatrixCompletion(Problem):
         if test_rows is not None:
             t_rows = np.asarray(test_rows, dtype=np.int64)
             t_count = np.asarray(test_count, dtype=np.int64)
+            if (t_rows.shape[:2] != (S, N) or t_count.shape != (S, N) or t_count.max() > t_rows.shape[2]
+                    or t_rows.min() < 0 or t_rows.max() >= m):
+                raise ValueError(f"test entries: expected rows (S, N, D_test) in [0, {m}) and counts "
+                                 f"(S, N) <= D_test, got {t_rows.shape}, {t_count.shape}")
             self.test = (t_rows, np.asarray(test_vals, dtype=float), t_count,
                          np.arange(t_rows.shape[2])[None, None, :] < t_count[..., None])
 
