@@ -23,7 +23,8 @@ from rfl.registry import ALGORITHMS, PROBLEMS  # noqa: E402
 BASE_LABELS = {"excess_risk": "excess risk $F(x_t) - F(x^*)$", "grad_norm": r"$\|\mathrm{grad}\,F(x_t)\|$",
                "dist_to_opt": r"dist$(x_t, x^*)$", "cost": "cost $F(x_t)$"}
 FLOOR = 1e-16   # values below this (round-off) are drawn at the floor of a log axis
-LOG_METRICS = {"excess_risk", "grad_norm", "dist_to_opt", "subspace_dist"}
+LOG_METRICS = {"excess_risk", "grad_norm", "dist_to_opt", "subspace_dist", "rel_error", "test_rmse",
+               "test_rmse_refit"}
 K_FALLBACK_COLOR = "tab:blue"   # a method coloured by K that has no K
 
 
