@@ -38,9 +38,11 @@ TESTS = {
                    "test_guards.py"],
     "problems": ["test_problem_contract.py", "test_cpesph.py", "test_cfmspd.py", "test_mbcfsti.py",
                  "test_kpca.py", "test_multitask.py", "test_lsa.py", "test_school.py", "test_batching.py"],
-    "reporting": ["test_verdicts.py", "test_tables.py", "test_lsa_workflow.py", "test_faults.py",
-                  "test_inputs.py"],
+    "reporting": ["test_verdicts.py", "test_tables.py", "test_lsa_workflow.py", "test_workflow.py"],
 }
+#: tests left out: those that start ``rfl`` or ``snakemake`` as subprocesses (they import the
+#: installed rfl, not the mutant, and their timing-dependent checks fail in mutmut's copy)
+DESELECT = {"reporting": "not snakemake_lint"}
 
 #: functions that hold test data for the shared contracts (``examples``: the manifolds every
 #: contract runs on; ``test_params``: a problem's toy sizes), not behaviour; mutating them
@@ -60,6 +62,11 @@ def tests_for(package: str) -> list[str]:
     if not out:
         raise SystemExit(f"rfl.testing.mutation: no test files match {TESTS[package]}")
     return out
+
+
+def selection(package: str) -> list[str]:
+    """pytest arguments that select the package's tests."""
+    return tests_for(package) + (["-k", DESELECT[package]] if package in DESELECT else [])
 
 
 def _toml_list(items) -> str:
@@ -97,7 +104,7 @@ def prepare(package: str, workdir: Path) -> None:
              'source_paths = ["rfl/"]\n'
              f'only_mutate = ["rfl/{package}/*"]\n'
              'also_copy = ["tests/", "config/", "docs/", "rules/", "Snakefile", "benchmarks/"]\n'
-             f"pytest_add_cli_args_test_selection = {_toml_list(tests_for(package))}\n"
+             f"pytest_add_cli_args_test_selection = {_toml_list(selection(package))}\n"
              'pytest_add_cli_args = ["-p", "no:cacheprovider", "-q", "-x"]\n')
     pyproject.write_text(text)
 
@@ -128,8 +135,11 @@ def run(package: str, children: int, report: str | None = None) -> dict:
         work = Path(tmp)
         prepare(package, work)
         env = {**os.environ, "OMP_NUM_THREADS": "1"}
-        subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(children)],
-                       cwd=work, env=env, check=False)
+        done = subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(children)],
+                              cwd=work, env=env, check=False)
+        if done.returncode != 0:
+            raise SystemExit(f"mutmut run failed (exit {done.returncode}): the selected tests must pass "
+                             f"on the unmutated code first ({' '.join(selection(package))})")
         subprocess.run([sys.executable, "-m", "mutmut", "export-cicd-stats"], cwd=work, env=env, check=True)
         stats = json.loads((work / "mutants" / "mutmut-cicd-stats.json").read_text())
         survivors = survivors_report(work, env)
