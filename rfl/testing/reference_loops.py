@@ -205,6 +205,15 @@ def _flat_field(problem, x, j, batch):
 
 
 # ---- the strategies -------------------------------------------------------------------
+def _point_mean(w, points, anchor):
+    """Server average of points, sum_j p_j x^j, written x_t + sum_j p_j (x^j - x_t) when the
+    participation scheme's weights do not sum to 1 (``rfl.algorithms.aggregation``): a loop
+    over the participants' points (list) and their weights (s,)."""
+    if abs(float(np.sum(w)) - 1.0) <= 1e-12:
+        return sum(wj * xj for wj, xj in zip(w, points))
+    return anchor + sum(wj * (xj - anchor) for wj, xj in zip(w, points))
+
+
 @reference_loop("rfedags")
 def rfedags_loop(problem, x1, step_size, K, rounds, sampler, ops=None):
     """Algorithm 1 of the RFedAGS paper, line by line."""
@@ -309,7 +318,7 @@ def rfedproj_loop(problem, x1, step_size, K, rounds, sampler, ops=None, server_s
                 grads[j].append(g)
                 z_hat[j] = z_hat[j] - eta * (g + c_r[j])                 # line 7
                 z[j] = project(z_hat[j])                                 # line 8
-        mean_z_hat = sum(w[row] * z_hat[j] for row, j in enumerate(agents))
+        mean_z_hat = _point_mean(w, [z_hat[j] for j in agents], y)
         x_bar_next = y + server_step * (mean_z_hat - y)          # line 12
         old = {j: sum(grads[j]) / K for j in agents}
         if line15:
@@ -337,7 +346,7 @@ def fedavg_loop(problem, x1, step_size, K, rounds, sampler, ops=None):
             for row, j in enumerate(agents):
                 x[j] = x[j] - alpha * _flat_field(problem, x[j], j, batches[row])
         w = sampler.weights(problem.local_sizes, agents)
-        x_t = sum(w[row] * x[j] for row, j in enumerate(agents))
+        x_t = _point_mean(w, [x[j] for j in agents], x_t)
         xs.append(x_t)
     return xs
 
@@ -364,7 +373,7 @@ def scafflsa_loop(problem, theta0, step_size, H, rounds, sampler, ops=None, xi=N
             for row, c in enumerate(agents):
                 theta[c] = theta[c] - eta * (_flat_field(problem, theta[c], c, batches[row]) - xi[c])
         w = sampler.weights(problem.local_sizes, agents)
-        theta_t = sum(w[row] * theta[c] for row, c in enumerate(agents))
+        theta_t = _point_mean(w, [theta[c] for c in agents], theta_t)
         for c in agents:
             xi[c] = xi[c] + (theta_t - theta[c]) / (eta * H)
         thetas.append(theta_t)
