@@ -68,12 +68,17 @@ def save_figure(fig, out_pdf) -> None:
 
 
 def method_key(algorithm: dict) -> tuple:
-    return (algorithm["name"], algorithm.get("K"), algorithm.get("participation"))
+    """(algorithm, K, participation): participation None (every agent), s, or the legend text
+    of another scheme (``rfl.participation.base.label``)."""
+    from rfl.participation.base import label
+    p = algorithm.get("participation")
+    return (algorithm["name"], algorithm.get("K"), p if p is None or isinstance(p, int) else label(p))
 
 
 def method_label(key: tuple) -> str:
     alg, K, s = key
-    return algorithm_label(alg) + ("" if K is None else f"-K={K}") + ("" if s is None else f", s={s}")
+    part = "" if s is None else (f", s={s}" if isinstance(s, int) else f", {s}")
+    return algorithm_label(alg) + ("" if K is None else f"-K={K}") + part
 
 
 def load_runs(tables) -> dict[tuple, list[pd.DataFrame]]:
@@ -91,7 +96,7 @@ def _load_runs(tables) -> tuple[dict[tuple, list[pd.DataFrame]], list[str]]:
         groups[method_key(spec["algorithm"])].append(table)
         problems[spec["dataset"]["problem"]] = None
     order = sorted(groups.items(), key=lambda kv: (_algorithm(kv[0][0]).plot_order, kv[0][1] or 0,
-                                                  kv[0][2] or 0))
+                                                  isinstance(kv[0][2], str), kv[0][2] or 0))
     return dict(order), list(problems)
 
 
