@@ -93,7 +93,7 @@ class SphereOps:
 class StiefelOps:
     """Single-point St(p, n) maps from pymanopt: tangent projection, the named retraction
     (``polar``: the polar factor of X + V; ``qr``) and the projection transport; the polar
-    factor as P_M; for the tangent mean with the polar retraction, its inverse."""
+    factor as P_M; for the tangent mean, the inverse of the retraction."""
 
     def __init__(self, n, p, retraction="polar", transport="projection"):
         from pymanopt.manifolds import Stiefel
@@ -112,18 +112,33 @@ class StiefelOps:
         return self.m.transport(x, y, u)
 
     def tangent_exp(self, x, u):
-        if self.retraction_name != "polar":
-            raise NotImplementedError("Stiefel tangent mean: polar retraction only")
         return self.m.retraction(x, u)
 
     def tangent_log(self, x, y):
-        """The inverse of the polar retraction: V = Y S - X, S symmetric, with X^T V + V^T X = 0,
-        i.e. (X^T Y) S + S (X^T Y)^T = 2 I (a Lyapunov equation)."""
-        from scipy.linalg import solve_continuous_lyapunov
-        if self.retraction_name != "polar":
-            raise NotImplementedError("Stiefel tangent mean: polar retraction only")
-        S = solve_continuous_lyapunov(x.T @ y, 2.0 * np.eye(x.shape[1]))
-        return y @ S - x
+        """The inverse of the retraction. Polar: V = Y S - X, S symmetric, with
+        X^T V + V^T X = 0, i.e. (X^T Y) S + S (X^T Y)^T = 2 I (a Lyapunov equation). QR:
+        V = Y R - X, R upper triangular with (X^T Y) R + R^T (X^T Y)^T = 2 I, solved as one
+        linear system in the p(p+1)/2 entries of R (the images of the basis E_ij, i <= j)."""
+        p = x.shape[1]
+        if self.retraction_name == "polar":
+            from scipy.linalg import solve_continuous_lyapunov
+            S = solve_continuous_lyapunov(x.T @ y, 2.0 * np.eye(p))
+            return y @ S - x
+        m = x.T @ y
+        upper = [(i, j) for j in range(p) for i in range(j + 1)]
+        iu = np.triu_indices(p)
+        cols = []
+        for i, j in upper:
+            e = np.zeros((p, p))
+            e[i, j] = 1.0
+            img = m @ e
+            cols.append((img + img.T)[iu])
+        rhs = (2.0 * np.eye(p))[iu]
+        coef = np.linalg.solve(np.array(cols).T, rhs)
+        r = np.zeros((p, p))
+        for c, (i, j) in zip(coef, upper):
+            r[i, j] = c
+        return y @ r - x
 
     @staticmethod
     def project(x):
