@@ -230,8 +230,11 @@ def _point_mean(w, points, anchor):
 
 
 @reference_loop("rfedags")
-def rfedags_loop(problem, x1, step_size, K, rounds, sampler, ops=None):
-    """Algorithm 1 of the RFedAGS paper, line by line."""
+def rfedags_loop(problem, x1, step_size, K, rounds, sampler, ops=None, local_method="sgd"):
+    """Algorithm 1 of the RFedAGS paper, line by line. ``local_method="rsvrg"``: line 7 with the
+    variance-reduced gradient grad f_{j,B}(x) - Gamma_{x_t -> x}(grad f_{j,B}(x_t) - grad f_j(x_t))
+    (the authors' local RSVRG; every step evaluates it, including the first, where it is
+    grad f_j(x_t))."""
     ops = ops or single_point_ops(problem.manifold)
     xs = [x1]
     x_t = x1
@@ -240,10 +243,15 @@ def rfedags_loop(problem, x1, step_size, K, rounds, sampler, ops=None):
         alpha = step_size(t)
         x = {j: x_t.copy() for j in agents}                      # line 2
         zeta = {j: np.zeros_like(x_t) for j in agents}            # line 4
+        g_full = {j: ops.euclidean_to_riemannian_gradient(x_t, problem.local_egrad(x_t[None], np.array([j]))[0])
+                  for j in agents} if local_method == "rsvrg" else {}
         for k in range(K):                                        # line 5
             batches = sampler.batches(agents)                     # line 6
             for row, j in enumerate(agents):                      # line 3: agents in parallel
-                eta = -alpha * _agent_grad(problem, ops, x[j], j, batches[row])   # line 7
+                g = _agent_grad(problem, ops, x[j], j, batches[row])
+                if local_method == "rsvrg":
+                    g = g - ops.transport(x_t, x[j], _agent_grad(problem, ops, x_t, j, batches[row]) - g_full[j])
+                eta = -alpha * g                                                 # line 7
                 zeta[j] = zeta[j] + ops.transport(x[j], x_t, eta)                # line 9
                 x[j] = ops.retraction(x[j], eta)                                 # line 8
         w = sampler.weights(problem.local_sizes, agents)
