@@ -153,7 +153,7 @@ def test_run_ids_name_the_scheme_and_its_options():
     ids = [cfg.run_id("rfedags", 5, 0, s) for s in specs]
     assert len(set(ids)) == len(ids), ids
     assert ids[0] == "rfedags_K5_seed0" and ids[1] == "rfedags_K5_s3_seed0"
-    assert ids[2] == "rfedags_K5_bernoulli_rho0.3_seed0"
+    assert ids[2] == "rfedags_K5_bernoulli_rho0p3_seed0"
     # the same scheme spelt two ways is one run
     assert tag({"scheme": "bernoulli"}) == tag({"scheme": "bernoulli", "rho": 0.5})
     assert tag({"scheme": "uniform", "s": 3}) == tag(3) and tag({"scheme": "full"}) == tag(None) == ""
@@ -187,7 +187,7 @@ def test_config_accepts_schemes_and_names_a_bad_one(tmp_path):
                     "participation": {"scheme": "bernoulli_estimated", "rho": 0.3}})
     ok = cfg.validate(raw)
     ids = {r["run_id"] for r in cfg.expand_runs(ok) if r["experiment"] == exp_name}
-    assert any("_bernoulli_rho0.3_" in i for i in ids) and any("_bernoulli_estimated_rho0.3_" in i for i in ids)
+    assert any("_bernoulli_rho0p3_" in i for i in ids) and any("_bernoulli_estimated_rho0p3_" in i for i in ids)
     methods.append({"algorithm": "rfedags", "K": [2], "participation": {"scheme": "bernoulli", "rho": 2}})
     with pytest.raises(cfg.ConfigError, match=rf"experiments\.{exp_name}\.methods\.\d+\.participation\.rho"):
         cfg.validate(raw)

@@ -143,8 +143,8 @@ def canonical(participation, n_agents: int | None = None):
 
 def tag(participation) -> str:
     """The part of a run id naming the scheme: '' (every agent), ``_s<s>`` (s uniformly), or
-    ``_<scheme>`` followed by ``_<option><value>`` per option in sorted order (a list as a
-    short hash of its values), so that two schemes, or one scheme with other options, never
+    ``_<scheme>`` followed by ``_<option><value>`` per option in sorted order (a decimal point
+    written ``p``: ``_rho0p3``; a list as a short hash of its values), so that two schemes, or one scheme with other options, never
     share a run id."""
     p = canonical(participation)
     if p is None:
@@ -159,7 +159,7 @@ def tag(participation) -> str:
         if isinstance(value, (list, tuple)):
             text = "h" + hashlib.sha256(json.dumps([float(v) for v in value]).encode()).hexdigest()[:8]
         else:
-            text = f"{value:g}" if isinstance(value, float) else str(value)
+            text = (f"{value:g}" if isinstance(value, float) else str(value)).replace(".", "p")
         parts.append(f"_{key}{text}")
     return "".join(parts)
 

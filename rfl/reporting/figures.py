@@ -125,11 +125,20 @@ def _styles(keys) -> dict[tuple, dict]:
     by_K = [k for k in keys if algorithm_style(k[0])["color"] is None]
     Ks = sorted({k[1] for k in by_K if k[1] is not None})
     cmap = {K: plt.cm.viridis(i / max(1, len(Ks) - 1) * 0.9) for i, K in enumerate(Ks)}
+    # methods that differ only in participation: one colour and dash pattern per participation
+    # (every agent keeps the colour of its K)
+    parts = [p for p in dict.fromkeys(k[2] for k in keys) if p is not None]
+    shared = len({(k[0], k[1]) for k in keys}) < len(keys)
+    dashes = ["--", "-.", ":", (0, (5, 1, 1, 1, 1, 1))]
     styles = {}
     for key in keys:
         style = algorithm_style(key[0])
         color = style["color"] if style["color"] is not None else cmap.get(key[1], K_FALLBACK_COLOR)
-        styles[key] = {"color": color, "ls": style["ls"]}
+        ls = style["ls"]
+        if shared and key[2] is not None:
+            i = parts.index(key[2])
+            color, ls = plt.cm.tab10(1 + i % 9), dashes[i % len(dashes)]
+        styles[key] = {"color": color, "ls": ls}
     return styles
 
 
