@@ -32,8 +32,8 @@ AUTHORS_NAMES = {"full": "full", "uniform": "sampling", "bernoulli_estimated": "
 
 def scheme_experiments(config: dict) -> list[str]:
     """Experiments with at least one method whose participation is a scheme mapping."""
-    return [e for e, x in config["experiments"].items()
-            if any(isinstance(m.get("participation"), dict) for m in x["methods"])]
+    return [e for e, x in config.get("experiments", {}).items()
+            if any(isinstance(m.get("participation"), dict) for m in x.get("methods", []))]
 
 
 def _scheme_of(algorithm: dict, n_agents: int) -> tuple[str | None, float]:
