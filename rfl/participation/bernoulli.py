@@ -27,6 +27,7 @@ class Bernoulli(BernoulliBase):
     """
 
     name = "bernoulli"
+    _empty = False                                  # whether the last round had no join
 
     def draw(self) -> np.ndarray:
         joined = np.flatnonzero(self.join())
