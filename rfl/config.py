@@ -28,6 +28,8 @@ from pathlib import Path
 import jsonschema
 import yaml
 
+from rfl import participation
+from rfl.participation import tag as participation_tag
 from rfl.registry import ALGORITHMS, PROBLEMS
 
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "config" / "schema.yaml"
@@ -282,9 +284,13 @@ def _method_errors(m: dict, here: list, cls, ds_name: str, retraction, n_agents:
                     f"{name} follows only: {', '.join(sorted(alg.fields))}); allowed here: "
                     f"{', '.join(_applicable(cls, retraction))}")
     s = m.get("participation")
-    if s is not None and s > n_agents:
-        msgs.append(f"config key {_key(here + ['participation'])}: {s} is larger than the "
-                    f"number of agents S={n_agents}; allowed: 1..{n_agents}")
+    if isinstance(s, int) and not isinstance(s, bool):
+        if s > n_agents:
+            msgs.append(f"config key {_key(here + ['participation'])}: {s} is larger than the "
+                        f"number of agents S={n_agents}; allowed: 1..{n_agents}")
+    elif isinstance(s, dict):
+        for path, msg in participation.check(s, n_agents):
+            msgs.append(f"config key {_key(here + ['participation'] + path)}: {msg}")
     return msgs
 
 
@@ -333,6 +339,8 @@ def _run_id_errors(exp: dict, where: list) -> list[str]:
     silently replace the first. The run id holds algorithm, K, participation and seed only."""
     msgs, first = [], {}
     for i, m in enumerate(exp["methods"]):
+        if isinstance(m.get("participation"), dict) and participation.check(m["participation"], None):
+            continue                                   # a bad scheme is reported by _method_errors
         Ks = m.get("K") if _algorithm(m["algorithm"]).federated else [None]
         for K in Ks or [None]:
             rid = run_id(m["algorithm"], K, 0, m.get("participation"))[: -len("0")] + "*"
@@ -524,10 +532,12 @@ def load(path: str | Path) -> dict:
 
 
 # ---- expansion --------------------------------------------------------------
-def run_id(algorithm: str, K: int | None, seed: int, participation: int | None = None) -> str:
+def run_id(algorithm: str, K: int | None, seed: int, participation=None) -> str:
+    """``<algorithm>_K<K><scheme>_seed<seed>``, the scheme as ``rfl.participation.tag``
+    (nothing for every agent, ``_s<s>`` for s uniformly, the scheme's name and options
+    otherwise)."""
     k = "" if K is None else f"_K{K}"
-    part = "" if participation is None else f"_s{participation}"
-    return f"{algorithm}{k}{part}_seed{seed}"
+    return f"{algorithm}{k}{participation_tag(participation)}_seed{seed}"
 
 
 def instance_name(dataset: dict, seed: int) -> str:
@@ -569,7 +579,7 @@ def expand_runs(config: dict) -> list[dict]:
                     algorithm = {"name": m["algorithm"]}
                     if federated:
                         algorithm.update(K=K, batch_size=exp["batch_size"],
-                                         participation=m.get("participation"))
+                                         participation=participation.canonical(m.get("participation")))
                     algorithm.update((k, m[k]) for k in alg.options if k in m)
                     runs.append({
                         "experiment": ename,

@@ -121,3 +121,4 @@ def _qualified(cls: type) -> str:
 ALGORITHMS = Registry("algorithm", "rfl.algorithms", "rfl.algorithms")
 PROBLEMS = Registry("problem", "rfl.problems", "rfl.problems")
 MANIFOLDS = Registry("manifold", "rfl.manifolds", "rfl.manifolds")
+PARTICIPATION = Registry("participation scheme", "rfl.participation", "rfl.participation")

@@ -94,13 +94,23 @@ def test_rfedproj_rejects_a_manifold_without_projection(least_squares):
 
 
 def test_rfedsvrg_needs_a_log_or_an_inverse_retraction():
-    """Stiefel has no closed-form Log; with the polar retraction the tangent mean uses its
-    inverse, with the QR retraction there is none here."""
+    """Stiefel has no closed-form Log; the tangent mean uses the inverse of the polar or of the
+    QR retraction; a manifold that offers neither is refused by name."""
+    from rfl.manifolds import Stiefel
+
+    class NoInverse(Stiefel):                      # no ``name``: not registered
+        @classmethod
+        def offers(cls, capability, retraction=None):
+            return capability != "tangent_mean" and super().offers(capability, retraction)
+
     data = mbcfsti.generate(np.random.default_rng(3), d=8, p=3, S=5, N=10)
     RFedSVRG(MBCFSti.from_arrays(data, retraction="polar"), Fixed(0.1), 2, 3)
+    RFedSVRG(MBCFSti.from_arrays(data, retraction="qr"), Fixed(0.1), 2, 3)
+    problem = MBCFSti.from_arrays(data, retraction="qr")
+    problem.manifold.__class__ = NoInverse
     with pytest.raises(ValueError, match="rfedsvrg cannot run on stiefel with retraction 'qr': "
                                          "missing tangent_mean"):
-        RFedSVRG(MBCFSti.from_arrays(data, retraction="qr"), Fixed(0.1), 2, 3)
+        RFedSVRG(problem, Fixed(0.1), 2, 3)
 
 
 # ---- vectorised == per-agent loop ------------------------------------------------

@@ -118,13 +118,14 @@ class FederatedStrategy(Declared, abc.ABC):
     ``Strategy(problem, step_size, K, batch_size, participation=None, **options)``:
     problem: the federated problem (cost and batched gradients on its manifold);
     step_size: callable t -> alpha_t; K: local steps; batch_size: B;
-    participation: s agents per round (None: all).
+    participation: the participation scheme (``rfl.participation``): None (all agents), an int
+    s (s agents uniformly without replacement) or ``{"scheme": name, **options}``.
     """
 
     federated = True
 
     def __init__(self, problem, step_size, K: int, batch_size: int,
-                 participation: int | None = None, **options):
+                 participation: int | dict | None = None, **options):
         if not (isinstance(K, (int, np.integer)) and K >= 1):
             raise ValueError(f"K must be an integer >= 1, got {K!r}")
         self.check_problem(problem)

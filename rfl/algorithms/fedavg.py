@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from .aggregation import weighted_mean
+from .aggregation import anchored_mean
 from .base import FederatedStrategy
 
 
 class FedAvg(FederatedStrategy):
-    """x^j_{t,k} = x^j_{t,k-1} - alpha_t * (mini-batch gradient); x_{t+1} = sum_j p_j x^j_{t,K}."""
+    """x^j_{t,k} = x^j_{t,k-1} - alpha_t * (mini-batch gradient); x_{t+1} = sum_j p_j x^j_{t,K}
+    (``anchored_mean``: x_t + sum_j p_j (x^j_{t,K} - x_t) when the weights do not sum to 1)."""
 
     name = "fedavg"
     label = "FedLSA (FedAvg)"       # the configs run FedLSA as fedavg on the LSA problem
@@ -25,4 +26,4 @@ class FedAvg(FederatedStrategy):
             g *= alpha
             x -= g
         w = sampler.weights(self.problem.local_sizes, agents)
-        return self.result(weighted_mean(w, x), agents)                  # sum_j p_j x^j_{t,K}
+        return self.result(anchored_mean(w, x, x_t), agents)             # sum_j p_j x^j_{t,K}

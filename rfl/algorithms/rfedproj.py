@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .aggregation import weighted_mean
+from .aggregation import anchored_mean, weighted_mean
 from .base import FederatedStrategy
 
 
@@ -93,7 +93,7 @@ class RFedProj(FederatedStrategy):
             g_sum += g
             z_hat = z_hat - eta * (g + c_r)                                # line 7
             z = m.nearest_point(z_hat)                                     # line 8
-        self.x_bar = y + self.server_step * (weighted_mean(w, z_hat) - y)  # line 12
+        self.x_bar = y + self.server_step * (anchored_mean(w, z_hat, y) - y)  # line 12
         old = g_sum / self.K
         avg = weighted_mean(w, old)
         self.c = np.zeros_like(self.c)                                     # absent agents: c = 0

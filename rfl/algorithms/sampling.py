@@ -15,37 +15,53 @@ from __future__ import annotations
 
 import numpy as np
 
+from rfl.participation.base import canonical, make_scheme, proportional_weights
 from rfl.problems import MiniBatch
+
+
+class _SchemeWeights:
+    """``weights`` of ``AgentSampler``: on an instance, the run's participation scheme's
+    weights; on the class, the N_j-proportional weights renormalised over the participants
+    (schemes ``full`` and ``uniform``), as a plain function of (local_sizes, agents)."""
+
+    def __get__(self, sampler, owner):
+        if sampler is None:
+            return proportional_weights
+        return sampler.scheme.weights
 
 
 class AgentSampler:
     """Draws participants and mini-batches.
 
     local_sizes: (S,) N_j; batch_size: B (<= min N_j), sampled without
-    replacement within a step (Algorithm 1, line 6); participation: s, the number
-    of agents sampled uniformly without replacement each round (None: all S).
+    replacement within a step (Algorithm 1, line 6); participation: the run's participation
+    scheme (``rfl.participation``): None (all S agents), an int s (s agents uniformly without
+    replacement) or ``{"scheme": name, **options}``. ``participants()`` and
+    ``weights(local_sizes, agents)`` are the scheme's (``scheme``); ``participation`` is None
+    when every agent takes part in every round, the scheme's canonical form otherwise.
     """
 
     def __init__(self, rng: np.random.Generator, local_sizes: np.ndarray, batch_size: int,
-                 participation: int | None = None):
+                 participation=None):
         self.rng = rng
         self.local_sizes = np.asarray(local_sizes, dtype=int)
         S = self.local_sizes.shape[0]
         if not 1 <= batch_size <= self.local_sizes.min():
             raise ValueError(f"batch_size={batch_size} must be in [1, min N_j={self.local_sizes.min()}]")
-        if participation is not None and not 1 <= participation <= S:
+        if isinstance(participation, (int, np.integer)) and not 1 <= participation <= S:
             raise ValueError(f"participation={participation} must be in [1, S={S}]")
         self.batch_size = int(batch_size)
-        self.participation = None if participation in (None, S) else int(participation)
+        self.scheme = make_scheme(participation, S, rng)
+        self.participation = canonical(participation, S)
         self._uniform = bool(np.all(self.local_sizes == self.local_sizes[0]))
         self._full: dict[int, MiniBatch] = {}         # the all-samples batch, per number of agents
 
     def participants(self) -> np.ndarray:
-        """Sorted indices of this round's agents: ``(s,)``."""
-        S = self.local_sizes.shape[0]
-        if self.participation is None:
-            return np.arange(S)
-        return np.sort(self.rng.choice(S, size=self.participation, replace=False))
+        """Sorted indices of this round's agents: ``(s,)`` (the scheme's draw)."""
+        return self.scheme.participants()
+
+    #: weights(local_sizes, agents) -> (s,): the server's weight of each participant
+    weights = _SchemeWeights()
 
     def batches(self, agents: np.ndarray) -> MiniBatch:
         """A mini-batch of B distinct samples per agent: ``(s, B)`` (a ``MiniBatch``).
@@ -81,9 +97,3 @@ class AgentSampler:
             np.put_along_axis(fixed, np.argpartition(keys[bad], B - 1, axis=1)[:, :B], True, axis=1)
             mask[bad] = fixed
         return MiniBatch(n_max, mask=mask, size=B)
-
-    @staticmethod
-    def weights(local_sizes: np.ndarray, agents: np.ndarray) -> np.ndarray:
-        """p_j proportional to N_j, renormalised over the participating agents: ``(s,)``."""
-        n = np.asarray(local_sizes, dtype=float)[agents]
-        return n / n.sum()

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .aggregation import weighted_mean
+from .aggregation import anchored_mean
 from .base import FederatedStrategy
 
 
@@ -77,7 +77,7 @@ class SCAFFLSA(FederatedStrategy):
             g -= xi
             g *= eta
             x -= g                                                            # a fresh array: in place
-        x_next = weighted_mean(sampler.weights(self.problem.local_sizes, agents), x)  # sum_c p_c theta^c_{t,H}
+        x_next = anchored_mean(sampler.weights(self.problem.local_sizes, agents), x, x_t)  # sum_c p_c theta^c_{t,H}
         self.control_variates[agents] = xi + (x_next[None] - x) / (eta * self.K)
         return self.result(x_next, agents)
 

@@ -197,7 +197,7 @@ class Manifold(abc.ABC):
 
     def tangent_log(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """Lift y to T_x M for the tangent mean: Exp_x^{-1}(y), or R_x^{-1}(y) where Log has no
-        closed form (Stiefel: the inverse of the polar retraction). ``(S, *point_shape)``."""
+        closed form (Stiefel: the inverse of the polar or of the QR retraction). ``(S, *point_shape)``."""
         if self.offers("log"):
             return self.log(x, y)
         if not self.offers("tangent_mean", self.retraction_name):

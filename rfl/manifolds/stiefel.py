@@ -201,6 +201,40 @@ class Stiefel(EmbeddedSubmanifold):
         m = np.linalg.solve(lyap, rhs[..., None])[..., 0].reshape(-1, p, p)
         return y @ m - x
 
+    def inverse_retraction_qr(self, x, y):
+        """R_X^{-1}(Y) of the QR retraction R_X(V) = qf(X + V) (the inverse Manopt's
+        ``stiefelfactory`` and Fed_manifold use; Kaneko, Fiori & Tanaka 2013, for the
+        derivation): x, y (S, n, p) -> V (S, n, p).
+
+        Y = qf(X + V) means X + V = Y R with R upper triangular, diag(R) > 0, so V = Y R - X,
+        and V is tangent at X exactly when X^T V + V^T X = 0, i.e. with M = X^T Y (p x p)
+
+            M R + R^T M^T = 2 I_p.
+
+        Both sides are symmetric: p(p+1)/2 equations for the p(p+1)/2 unknowns R_ij, i <= j.
+        Entry (i, j), i <= j, reads sum_{k<=j} M_ik R_kj + sum_{k<=i} M_jk R_ki = 2 delta_ij:
+        for i < j the second sum holds only columns i < j of R, so column j solves the j x j
+        system
+
+            A_j r_j = b_j,   A_j = M[:j, :j] with its last row doubled (the i = j equation has
+            column j in both sums),   b_j = 2 e_j - [(M R)_{j,i}]_{i<j}, 0 at i = j,
+
+        one column after the other (p small systems per point, batched over S). Y = R_X(V)
+        gives back V to rounding; the systems are regular near Y = X (M = I: A_j is the
+        identity with a 2 in its corner)."""
+        m = _t(x) @ y                                                # (S, p, p) M = X^T Y
+        S, p = m.shape[0], self.p
+        r = np.zeros_like(m)
+        for j in range(1, p + 1):
+            a = m[:, :j, :j].copy()                                  # A_j
+            a[:, j - 1, :] += m[:, j - 1, :j]
+            b = np.zeros((S, j))
+            b[:, j - 1] = 2.0
+            if j > 1:                                                # (M R)_{j, i}, columns i < j
+                b[:, :j - 1] -= np.einsum("sk,ski->si", m[:, j - 1, :j - 1], r[:, :j - 1, :j - 1])
+            r[:, :j, j - 1] = np.linalg.solve(a, b[..., None])[..., 0]
+        return y @ r - x
+
     def nearest_point(self, x):
         """P_M(X) = U V^T from the thin SVD X = U Sigma V^T: the nearest point of St(p, n) in
         the Frobenius norm (the orthonormal polar factor; unique when X has full rank p)."""

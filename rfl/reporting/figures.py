@@ -69,12 +69,17 @@ def save_figure(fig, out_pdf) -> None:
 
 
 def method_key(algorithm: dict) -> tuple:
-    return (algorithm["name"], algorithm.get("K"), algorithm.get("participation"))
+    """(algorithm, K, participation): participation None (every agent), s, or the legend text
+    of another scheme (``rfl.participation.base.label``)."""
+    from rfl.participation.base import label
+    p = algorithm.get("participation")
+    return (algorithm["name"], algorithm.get("K"), p if p is None or isinstance(p, int) else label(p))
 
 
 def method_label(key: tuple) -> str:
     alg, K, s = key
-    return algorithm_label(alg) + ("" if K is None else f"-K={K}") + ("" if s is None else f", s={s}")
+    part = "" if s is None else (f", s={s}" if isinstance(s, int) else f", {s}")
+    return algorithm_label(alg) + ("" if K is None else f"-K={K}") + part
 
 
 def load_runs(tables) -> dict[tuple, list[pd.DataFrame]]:
@@ -92,7 +97,7 @@ def _load_runs(tables) -> tuple[dict[tuple, list[pd.DataFrame]], list[str]]:
         groups[method_key(spec["algorithm"])].append(table)
         problems[spec["dataset"]["problem"]] = None
     order = sorted(groups.items(), key=lambda kv: (_algorithm(kv[0][0]).plot_order, kv[0][1] or 0,
-                                                  kv[0][2] or 0))
+                                                  isinstance(kv[0][2], str), kv[0][2] or 0))
     return dict(order), list(problems)
 
 
@@ -121,11 +126,20 @@ def _styles(keys) -> dict[tuple, dict]:
     by_K = [k for k in keys if algorithm_style(k[0])["color"] is None]
     Ks = sorted({k[1] for k in by_K if k[1] is not None})
     cmap = {K: plt.cm.viridis(i / max(1, len(Ks) - 1) * 0.9) for i, K in enumerate(Ks)}
+    # methods that differ only in participation: one colour and dash pattern per participation
+    # (every agent keeps the colour of its K)
+    parts = [p for p in dict.fromkeys(k[2] for k in keys) if p is not None]
+    shared = len({(k[0], k[1]) for k in keys}) < len(keys)
+    dashes = ["--", "-.", ":", (0, (5, 1, 1, 1, 1, 1))]
     styles = {}
     for key in keys:
         style = algorithm_style(key[0])
         color = style["color"] if style["color"] is not None else cmap.get(key[1], K_FALLBACK_COLOR)
-        styles[key] = {"color": color, "ls": style["ls"]}
+        ls = style["ls"]
+        if shared and key[2] is not None:
+            i = parts.index(key[2])
+            color, ls = plt.cm.tab10(1 + i % 9), dashes[i % len(dashes)]
+        styles[key] = {"color": color, "ls": ls}
     return styles
 
 

@@ -585,6 +585,7 @@ def provenance(spec: dict) -> list[str]:
 
 
 def write_report(spec: dict, out_md) -> None:
+    from .participation import participation_section
     rep = Report()
     for row in spec["config"].get("tables", {}).get("table1", {}).get("rows", []):
         figure1_section(rep, spec, row)
@@ -598,6 +599,7 @@ def write_report(spec: dict, out_md) -> None:
     lsa_section(rep, spec)
     from .newer_synthetic import newer_synthetic_section    # imports this module
     newer_synthetic_section(rep, spec)
+    participation_section(rep, spec)
     head = ["# Reproduction report", "",
             "Written by `rfl reproduction` from the result files of this workflow run; do not edit. "
             "Each claim of the RFedAGS paper is set against what was measured here, with the rule "

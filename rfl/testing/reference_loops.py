@@ -93,7 +93,7 @@ class SphereOps:
 class StiefelOps:
     """Single-point St(p, n) maps from pymanopt: tangent projection, the named retraction
     (``polar``: the polar factor of X + V; ``qr``) and the projection transport; the polar
-    factor as P_M; for the tangent mean with the polar retraction, its inverse."""
+    factor as P_M; for the tangent mean, the inverse of the retraction."""
 
     def __init__(self, n, p, retraction="polar", transport="projection"):
         from pymanopt.manifolds import Stiefel
@@ -112,18 +112,33 @@ class StiefelOps:
         return self.m.transport(x, y, u)
 
     def tangent_exp(self, x, u):
-        if self.retraction_name != "polar":
-            raise NotImplementedError("Stiefel tangent mean: polar retraction only")
         return self.m.retraction(x, u)
 
     def tangent_log(self, x, y):
-        """The inverse of the polar retraction: V = Y S - X, S symmetric, with X^T V + V^T X = 0,
-        i.e. (X^T Y) S + S (X^T Y)^T = 2 I (a Lyapunov equation)."""
-        from scipy.linalg import solve_continuous_lyapunov
-        if self.retraction_name != "polar":
-            raise NotImplementedError("Stiefel tangent mean: polar retraction only")
-        S = solve_continuous_lyapunov(x.T @ y, 2.0 * np.eye(x.shape[1]))
-        return y @ S - x
+        """The inverse of the retraction. Polar: V = Y S - X, S symmetric, with
+        X^T V + V^T X = 0, i.e. (X^T Y) S + S (X^T Y)^T = 2 I (a Lyapunov equation). QR:
+        V = Y R - X, R upper triangular with (X^T Y) R + R^T (X^T Y)^T = 2 I, solved as one
+        linear system in the p(p+1)/2 entries of R (the images of the basis E_ij, i <= j)."""
+        p = x.shape[1]
+        if self.retraction_name == "polar":
+            from scipy.linalg import solve_continuous_lyapunov
+            S = solve_continuous_lyapunov(x.T @ y, 2.0 * np.eye(p))
+            return y @ S - x
+        m = x.T @ y
+        upper = [(i, j) for j in range(p) for i in range(j + 1)]
+        iu = np.triu_indices(p)
+        cols = []
+        for i, j in upper:
+            e = np.zeros((p, p))
+            e[i, j] = 1.0
+            img = m @ e
+            cols.append((img + img.T)[iu])
+        rhs = (2.0 * np.eye(p))[iu]
+        coef = np.linalg.solve(np.array(cols).T, rhs)
+        r = np.zeros((p, p))
+        for c, (i, j) in zip(coef, upper):
+            r[i, j] = c
+        return y @ r - x
 
     @staticmethod
     def project(x):
@@ -205,9 +220,21 @@ def _flat_field(problem, x, j, batch):
 
 
 # ---- the strategies -------------------------------------------------------------------
+def _point_mean(w, points, anchor):
+    """Server average of points, sum_j p_j x^j, written x_t + sum_j p_j (x^j - x_t) when the
+    participation scheme's weights do not sum to 1 (``rfl.algorithms.aggregation``): a loop
+    over the participants' points (list) and their weights (s,)."""
+    if abs(float(np.sum(w)) - 1.0) <= 1e-12:
+        return sum(wj * xj for wj, xj in zip(w, points))
+    return anchor + sum(wj * (xj - anchor) for wj, xj in zip(w, points))
+
+
 @reference_loop("rfedags")
-def rfedags_loop(problem, x1, step_size, K, rounds, sampler, ops=None):
-    """Algorithm 1 of the RFedAGS paper, line by line."""
+def rfedags_loop(problem, x1, step_size, K, rounds, sampler, ops=None, local_method="sgd"):
+    """Algorithm 1 of the RFedAGS paper, line by line. ``local_method="rsvrg"``: line 7 with the
+    variance-reduced gradient grad f_{j,B}(x) - Gamma_{x_t -> x}(grad f_{j,B}(x_t) - grad f_j(x_t))
+    (the authors' local RSVRG; every step evaluates it, including the first, where it is
+    grad f_j(x_t))."""
     ops = ops or single_point_ops(problem.manifold)
     xs = [x1]
     x_t = x1
@@ -216,10 +243,15 @@ def rfedags_loop(problem, x1, step_size, K, rounds, sampler, ops=None):
         alpha = step_size(t)
         x = {j: x_t.copy() for j in agents}                      # line 2
         zeta = {j: np.zeros_like(x_t) for j in agents}            # line 4
+        g_full = {j: ops.euclidean_to_riemannian_gradient(x_t, problem.local_egrad(x_t[None], np.array([j]))[0])
+                  for j in agents} if local_method == "rsvrg" else {}
         for k in range(K):                                        # line 5
             batches = sampler.batches(agents)                     # line 6
             for row, j in enumerate(agents):                      # line 3: agents in parallel
-                eta = -alpha * _agent_grad(problem, ops, x[j], j, batches[row])   # line 7
+                g = _agent_grad(problem, ops, x[j], j, batches[row])
+                if local_method == "rsvrg":
+                    g = g - ops.transport(x_t, x[j], _agent_grad(problem, ops, x_t, j, batches[row]) - g_full[j])
+                eta = -alpha * g                                                 # line 7
                 zeta[j] = zeta[j] + ops.transport(x[j], x_t, eta)                # line 9
                 x[j] = ops.retraction(x[j], eta)                                 # line 8
         w = sampler.weights(problem.local_sizes, agents)
@@ -309,7 +341,7 @@ def rfedproj_loop(problem, x1, step_size, K, rounds, sampler, ops=None, server_s
                 grads[j].append(g)
                 z_hat[j] = z_hat[j] - eta * (g + c_r[j])                 # line 7
                 z[j] = project(z_hat[j])                                 # line 8
-        mean_z_hat = sum(w[row] * z_hat[j] for row, j in enumerate(agents))
+        mean_z_hat = _point_mean(w, [z_hat[j] for j in agents], y)
         x_bar_next = y + server_step * (mean_z_hat - y)          # line 12
         old = {j: sum(grads[j]) / K for j in agents}
         if line15:
@@ -337,7 +369,7 @@ def fedavg_loop(problem, x1, step_size, K, rounds, sampler, ops=None):
             for row, j in enumerate(agents):
                 x[j] = x[j] - alpha * _flat_field(problem, x[j], j, batches[row])
         w = sampler.weights(problem.local_sizes, agents)
-        x_t = sum(w[row] * x[j] for row, j in enumerate(agents))
+        x_t = _point_mean(w, [x[j] for j in agents], x_t)
         xs.append(x_t)
     return xs
 
@@ -364,7 +396,7 @@ def scafflsa_loop(problem, theta0, step_size, H, rounds, sampler, ops=None, xi=N
             for row, c in enumerate(agents):
                 theta[c] = theta[c] - eta * (_flat_field(problem, theta[c], c, batches[row]) - xi[c])
         w = sampler.weights(problem.local_sizes, agents)
-        theta_t = sum(w[row] * theta[c] for row, c in enumerate(agents))
+        theta_t = _point_mean(w, [theta[c] for c in agents], theta_t)
         for c in agents:
             xi[c] = xi[c] + (theta_t - theta[c]) / (eta * H)
         thetas.append(theta_t)

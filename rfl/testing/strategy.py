@@ -101,6 +101,9 @@ class StrategyContract:
 
     #: names of the strategies under test (None: every registered federated strategy)
     strategies: list[str] | None = None
+    #: options given to the strategies under test and to their reference loops (beyond the
+    #: declared defaults), e.g. ``{"local_method": "rsvrg"}`` for RFedAGS
+    options: dict = {}
     problems: list[ContractProblem] = CONTRACT_PROBLEMS
     K = 3
     batch_size = 4
@@ -149,7 +152,8 @@ class StrategyContract:
     def build(self, cls, case: Case, problem, participation):
         from rfl.algorithms import Fixed
         B = min(self.batch_size, int(np.min(problem.local_sizes)))
-        return cls(problem, Fixed(case.problem.alpha), self.K, B, participation, **cls.option_defaults())
+        return cls(problem, Fixed(case.problem.alpha), self.K, B, participation,
+                   **{**cls.option_defaults(), **self.options})
 
     def x0(self, problem):
         return problem.initial_point(np.random.default_rng(self.seed + 1))
@@ -183,7 +187,7 @@ class StrategyContract:
         vec, _ = self.run(alg, x0, self.rounds, self.seed)
         sampler = AgentSampler(np.random.default_rng(self.seed), problem.local_sizes, alg.batch_size, s)
         ref = loop(problem, x0, Fixed(case.problem.alpha), self.K, self.rounds, sampler,
-                   **cls.option_defaults())
+                   **{**cls.option_defaults(), **self.options})
         scale = max(1.0, float(np.abs(np.array(ref)).max()))
         np.testing.assert_allclose(np.array(vec), np.array(ref), rtol=0, atol=1e-12 * scale)
         assert np.abs(vec[-1] - vec[0]).max() > 1e-3 * scale      # the iterates actually moved
