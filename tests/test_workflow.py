@@ -176,7 +176,7 @@ def test_figure_labels_and_metric_labels():
     assert figures.method_label(("rfedags", 4, 10)) == "RFedAGS-K=4, s=10"
     assert figures.method_label(("rlbfgs", None, None)) == "RLBFGS"
     assert figures.metric_label("excess_risk") == "excess risk $F(x_t) - F(x^*)$"
-    assert figures.metric_label("test_nmse", ["school"]) == "test NMSE"
+    assert figures.metric_label("test_nmse", ["school"]) == "test NMSE (held out)"
     assert figures.metric_label("subspace_dist", ["multitask"]) == r"dist$(\mathcal{U}_t, \mathcal{U}^*)$"
     assert figures.metric_label("unknown_metric", ["cpesph"]) == "unknown_metric"
 
