@@ -18,7 +18,8 @@ mean over the last ``tail`` fraction of rounds of the seed-mean curve E||theta_t
 their relative error, SCAFFLSA's error at the last round, and the factor by which SCAFFLSA
 lowers FedLSA's error (plateau / SCAFFLSA's last value). ``window_ratio`` (curve at the start
 of the tail window / curve at the last round) says whether a curve has levelled off (~1) or is
-still decreasing (> 1); ``initial`` is E||theta_0 - theta*||^2. With H = 1 the bias is exactly 0 (sum_c eta A_bar_c (theta*_c - theta*)
+still decreasing (> 1); ``scafflsa_rate`` is SCAFFLSA's per-round factor over that window
+(``tail_rate``); ``initial`` is E||theta_0 - theta*||^2. With H = 1 the bias is exactly 0 (sum_c eta A_bar_c (theta*_c - theta*)
 = eta (b_bar - A_bar theta*) = 0), so no relative error is formed.
 """
 
@@ -79,13 +80,42 @@ def mean_curve(tables: list[pd.DataFrame]) -> pd.Series:
     return wide.mean(axis=1, skipna=False).replace(np.nan, np.inf)
 
 
+def window_length(curve: pd.Series, tail: float) -> int:
+    """Rounds in the plateau window: the last ``tail`` fraction, at least two (so that the
+    ratio says something)."""
+    return min(len(curve), max(2, int(round(tail * (len(curve) - 1)))))
+
+
 def plateau(curve: pd.Series, tail: float) -> tuple[float, float]:
-    """(mean of the last ``tail`` fraction of rounds (at least two, so that the ratio says
-    something), curve at the start of that window / curve at the last round)."""
-    n = min(len(curve), max(2, int(round(tail * (len(curve) - 1)))))
+    """(mean of the last ``tail`` fraction of rounds (``window_length``), curve at the start of
+    that window / curve at the last round)."""
+    n = window_length(curve, tail)
     window = curve.iloc[-n:]
     last = float(curve.iloc[-1])
     return float(window.mean()), float(window.iloc[0] / last) if last > 0 else np.nan
+
+
+def tail_rate(curve: pd.Series, tail: float) -> float:
+    """Per-round factor of the curve over the plateau window (geometric mean: (last / first of
+    the window)^(1 / (rounds between them))); < 1 while it still decreases, NaN without two
+    positive finite values."""
+    n = window_length(curve, tail)
+    first, last = float(curve.iloc[-n]), float(curve.iloc[-1])
+    if n < 2 or not (first > 0 and last > 0 and np.isfinite(first) and np.isfinite(last)):
+        return np.nan
+    return (last / first) ** (1.0 / (n - 1))
+
+
+def rounds_to_reach(last: float, rate: float, target: float) -> float:
+    """Further rounds for a curve at ``last`` that keeps falling by ``rate`` per round to reach
+    ``target``: 0 if it is there, inf if it does not fall (rate >= 1), NaN without a rate."""
+    if not (np.isfinite(rate) and np.isfinite(last) and np.isfinite(target)):
+        return np.nan
+    if last <= target:
+        return 0.0
+    if rate >= 1:
+        return np.inf
+    return float(np.ceil(np.log(target / last) / np.log(rate)))
 
 
 def _groups(runs):
@@ -107,12 +137,13 @@ def summary(runs: list[dict], tail: float) -> pd.DataFrame:
             rs = by_method.get(method, [])
             if not rs:
                 row.update({f"{col}_plateau": np.nan, f"{col}_last": np.nan,
-                            f"{col}_window_ratio": np.nan, f"{col}_seeds": 0})
+                            f"{col}_window_ratio": np.nan, f"{col}_seeds": 0, f"{col}_rate": np.nan})
                 continue
             curve = mean_curve([r["table"] for r in rs])
             level, ratio = plateau(curve, tail)
             row.update({f"{col}_plateau": level, f"{col}_last": float(curve.iloc[-1]),
-                        f"{col}_window_ratio": ratio, f"{col}_seeds": len(rs)})
+                        f"{col}_window_ratio": ratio, f"{col}_seeds": len(rs),
+                        f"{col}_rate": tail_rate(curve, tail)})
             row.setdefault("rounds", int(curve.index[-1]))
             row.setdefault("initial", float(curve.iloc[0]))     # FedLSA's (same x_0 per seed)
         pred = row["predicted_bias_sq"]
@@ -123,7 +154,7 @@ def summary(runs: list[dict], tail: float) -> pd.DataFrame:
         rows.append(row)
     cols = KEY + ["oracle", "batch_size", "rounds", "initial", "predicted_bias_sq", "fedlsa_plateau", "rel_error",
                   "fedlsa_window_ratio", "scafflsa_last", "scafflsa_window_ratio", "scafflsa_factor",
-                  "fedlsa_seeds", "scafflsa_seeds"]
+                  "fedlsa_seeds", "scafflsa_seeds", "scafflsa_rate"]
     return pd.DataFrame(rows, columns=cols)
 
 

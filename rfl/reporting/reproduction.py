@@ -16,6 +16,7 @@ import pandas as pd
 
 from rfl import io
 
+from . import partial
 from .figures import _column, load_runs, method_label, summarise
 
 REPRODUCED, PARTLY, NOT = "reproduced", "partly reproduced", "not reproduced"
@@ -284,6 +285,8 @@ def figure1_section(rep: Report, spec: dict, row: dict) -> None:
             rows.append({"K": str(K), "RFedAGS last": float(g.iloc[-1]), "RFedAvg last": float(a.iloc[-1]),
                          "max |log ratio| over rounds": rel})
         rep.table(pd.DataFrame(rows))
+        for K in common:
+            notes += partial.avg_vs_ags(K, median_curve(avg[K]), fixed_curves[K])
         _notes(rep, notes)
         rep.verdict(f"Fig. 1 {label}", "RFedAGS ~ RFedAvg", _verdict(ok, len(rows), missing),
                     "the median curves stay within a factor 2 of each other at every round")
@@ -486,6 +489,7 @@ def lsa_section(rep: Report, spec: dict) -> None:
                       f"{r['scafflsa_factor']:.3g}): no improvement yet")
             rep.add(f"- N = {r['N']}, eta = {r['eta']:g}, H = {r['H']}: FedLSA {r['fedlsa_plateau']:.3g}, "
                     f"SCAFFLSA {r['scafflsa_last']:.3g} after {r['rounds']} rounds{still}: {effect}.")
+            rep.add(*[x for x in (partial.scafflsa_shortfall(r, LSA_FACTOR),) if x])
         rep.add("")
         # a factor needs both curves: FedLSA's plateau finite, SCAFFLSA's last value a number
         judged = np.isfinite(het["fedlsa_plateau"]) & het["scafflsa_last"].notna()
