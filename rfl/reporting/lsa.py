@@ -64,6 +64,8 @@ def collect(tables) -> list[dict]:
                          "seed": sp["seed"], "oracle": params.get("oracle", "pool"),
                          "batch_size": int(alg["batch_size"]), "status": meta["status"],
                          "predicted": float(pred.get("fedlsa_bias_sq", np.nan)),
+                         "sigma_sq": (0.0 if params.get("oracle", "pool") == "exact"
+                                      else float(pred.get("sigma_star_sq", np.nan))),
                          "table": table})
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise io.RunTableError(f"{io.run_meta_path(path)}: the FedLSA study needs the spec's "
@@ -78,6 +80,18 @@ def mean_curve(tables: list[pd.DataFrame]) -> pd.Series:
     wide = pd.concat([t.set_index("round")["excess_risk"].rename(i) for i, t in enumerate(tables)],
                      axis=1)
     return wide.mean(axis=1, skipna=False).replace(np.nan, np.inf)
+
+
+def predicted_plateau(bias_sq: float, eta: float, sigma_sq: float, N: int, B: int) -> float:
+    """FedLSA's predicted plateau of E||theta_t - theta*||^2 with a stochastic oracle of B
+    transitions per local step: ||theta_inf^bias||^2 + eta sigma*^2 / (N B) (Mangold et al.:
+    the variance term eta sigma*^2 / N per transition, up to a constant of the step-size
+    condition; averaging B transitions divides the noise covariance by B). sigma*^2 is the
+    noise variance at theta* (trace of the covariance of A(Z) theta* - b(Z)); NaN without it.
+    With the exact oracle (no noise) pass sigma_sq = 0: the plateau is the bias alone."""
+    if not all(np.isfinite(v) for v in (bias_sq, eta, sigma_sq)) or N < 1 or B < 1:
+        return np.nan
+    return float(bias_sq + eta * sigma_sq / (N * B))
 
 
 def window_length(curve: pd.Series, tail: float) -> int:
@@ -146,6 +160,12 @@ def summary(runs: list[dict], tail: float) -> pd.DataFrame:
                         f"{col}_rate": tail_rate(curve, tail)})
             row.setdefault("rounds", int(curve.index[-1]))
             row.setdefault("initial", float(curve.iloc[0]))     # FedLSA's (same x_0 per seed)
+        sig = [r["sigma_sq"] for rs in by_method.values() for r in rs]
+        row["predicted_plateau"] = predicted_plateau(row["predicted_bias_sq"], row["eta"],
+                                                     float(np.max(sig)) if sig else np.nan,
+                                                     row["N"], row["batch_size"])
+        row["plateau_ratio"] = (row["fedlsa_plateau"] / row["predicted_plateau"]
+                                if row["predicted_plateau"] > 0 else np.nan)
         pred = row["predicted_bias_sq"]
         row["rel_error"] = (abs(row["fedlsa_plateau"] - pred) / pred
                             if row["H"] > 1 and pred > 0 else np.nan)
@@ -154,7 +174,7 @@ def summary(runs: list[dict], tail: float) -> pd.DataFrame:
         rows.append(row)
     cols = KEY + ["oracle", "batch_size", "rounds", "initial", "predicted_bias_sq", "fedlsa_plateau", "rel_error",
                   "fedlsa_window_ratio", "scafflsa_last", "scafflsa_window_ratio", "scafflsa_factor",
-                  "fedlsa_seeds", "scafflsa_seeds", "scafflsa_rate"]
+                  "fedlsa_seeds", "scafflsa_seeds", "scafflsa_rate", "predicted_plateau", "plateau_ratio"]
     return pd.DataFrame(rows, columns=cols)
 
 
