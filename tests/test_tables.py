@@ -155,7 +155,12 @@ def test_table2_sensitivity_groups_runs_by_r_and_step(tmp_path):
                      "dataset": {"name": "school_r4", "problem": "school", "params": {"r": 4}},
                      "step": {"rule": "fixed", "alpha": alpha}, "experiment": exp, "seed": seed})
         paths.append(str(path))
-    t = tables.sensitivity({"paper": paper}, tmp_path / "sens.csv", paths)
+    rsd = tmp_path / "runs" / "s_a1" / "rsd_seed0.csv"          # no step: left out
+    write_files(rsd, {"round": np.arange(21), **school_extra(0.3, 4)},
+                {"algorithm": {"name": "rsd"}, "step": None, "experiment": "s_a1",
+                 "dataset": {"name": "school_r4", "problem": "school", "params": {"r": 4}}})
+    t = tables.sensitivity({"paper": paper}, tmp_path / "sens.csv", paths + [str(rsd)])
+    assert set(t["method"]) == {"RFedAGS-K=1", "RFedAGS-K=10"}
     h = t[t["protocol"] == "heldout"].set_index(["alpha", "method"])
     assert h.loc[(1e-6, "RFedAGS-K=1"), "nmse_mean"] == pytest.approx(0.71)
     assert h.loc[(1e-6, "RFedAGS-K=1"), "round_mean"] == 5 and h.loc[(1e-6, "RFedAGS-K=10"), "n_splits"] == 2

@@ -185,7 +185,8 @@ def _table2_display(tidy: pd.DataFrame) -> pd.DataFrame:
 
 def sensitivity(spec: dict, out_csv, tables) -> pd.DataFrame:
     """Best test NMSE of each (r, step alpha, method) of the step-size study, per protocol
-    (pooled normalisation), from the runs' metadata (r: dataset params; alpha: fixed step);
+    (pooled normalisation), from the runs' metadata (r: dataset params; alpha: fixed step;
+    runs without a fixed step, the centralised solvers, are left out);
     ``K1_minus_K10``: the gap between RFedAGS K = 1 and K = 10 at the same r, alpha and
     protocol, and the paper's gap beside it."""
     paper = spec["paper"]
@@ -194,6 +195,8 @@ def sensitivity(spec: dict, out_csv, tables) -> pd.DataFrame:
     for path in tables:
         table, meta = io.read_run_table(path)
         run = meta["spec"]
+        if (run.get("step") or {}).get("rule") != "fixed":
+            continue                     # centralised solvers of the same experiments: no step
         key = (int(run["dataset"]["params"]["r"]), float(run["step"]["alpha"]),
                PAPER_NAMES.get((run["algorithm"]["name"], run["algorithm"].get("K")),
                                method_label(method_key(run["algorithm"]))))
