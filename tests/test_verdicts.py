@@ -610,6 +610,37 @@ def test_school_verdicts_per_protocol_and_normalisation(tmp_path):
     assert "ConstructRFLLRMCProb_Grass_.m" in text and "demo_sl_school.m" in text
 
 
+def test_school_sensitivity_and_closest_protocol_lines(tmp_path):
+    """The step-size study is reported from table2_sensitivity.csv beside Table 2 (no verdict);
+    the protocols are ranked by their mean difference to the paper."""
+    cells = {(4, "RSD"): 0.5, (4, "RFedAGS-K=1"): 0.52}
+    paper = {(4, "RSD"): 0.43, (4, "RFedAGS-K=1"): 0.44}
+    parts = []
+    for protocol, shift in (("heldout", 0.2), ("refit_on_test", 0.0)):
+        t = school_table({k: v + shift for k, v in cells.items()}, paper)
+        t["protocol"], t["normalisation"] = protocol, "pooled"
+        parts.append(t)
+    spec = spec_for(tmp_path, {}, table2=pd.concat(parts, ignore_index=True))
+    spec["config"]["tables"]["table2"]["sensitivity"] = ["x"]
+    rows = []
+    for alpha, k1, k10 in ((1e-6, 0.70, 0.64), (1.8e-5, 0.63, 0.628)):
+        for method, v, rnd in (("RFedAGS-K=1", k1, 100.0), ("RFedAGS-K=10", k10, 60.0)):
+            rows.append({"r": 4, "alpha": alpha, "method": method, "protocol": "heldout", "nmse_mean": v,
+                         "nmse_std": 0.01, "round_mean": rnd, "round_std": 0.0, "n_splits": 3,
+                         "paper_nmse": 0.438 if method.endswith("=1") else 0.437,
+                         "K1_minus_K10": k1 - k10, "paper_K1_minus_K10": 0.001})
+    io.write_table(tmp_path / "table2_sensitivity.csv", pd.DataFrame(rows))
+    rep = Report()
+    R.school_section(rep, spec)
+    text = "\n".join(rep.lines)
+    assert "- r = 4, heldout: K = 1 is +0.060 from K = 10 at alpha = 1e-06, +0.002 at alpha = 1.8e-05 (paper: +0.001)." in text
+    assert "best test NMSE comes on average at round 100 (r = 4, heldout)" in text
+    closest = text.split("### Which protocol is closest to the paper's numbers")[1]
+    assert closest.index("- refit_on_test, pooled: 0 of 2 cells within 0.02, mean difference (ours - paper) +0.075") \
+        < closest.index("- heldout, pooled: 0 of 2 cells within 0.02, mean difference (ours - paper) +0.275")
+    assert not any("sensitivity" in c or "step" in c for _, c, _ in rep.summary)
+
+
 # ---- FedLSA / SCAFFLSA ------------------------------------------------------------------------
 def lsa_table(cells):
     """cells: (setting, N, H, rel_error, window_ratio, scafflsa_factor[, scafflsa_last])."""
