@@ -22,16 +22,30 @@ def test_avg_vs_ags_locates_the_split_and_the_levels():
     lines = partial.avg_vs_ags(10, avg, ags)
     text = "\n".join(lines)
     assert lines[0].startswith("- K = 10: the curves stay within a factor 2 up to round 18 ")
-    assert "from round 19 on they part, and the largest ratio, 6.67, is at round 21." in text
+    assert "from round 19 on they part, and the ratio furthest from 1, 6.67, is at round 21." in text
     assert "RFedAGS 4.00e-06, RFedAvg 6.00e-07 (ratio 6.67)" in text
-    assert "Both have levelled off" in text
+    assert "Both have levelled off at different levels" in text
     assert partial.avg_vs_ags(1, avg, avg) == []            # identical curves never part
 
 
 def test_avg_vs_ags_says_when_a_curve_still_moves():
     ags = _curve(1.0, 0.5, 4e-6, 100)
     avg = pd.Series(0.5 ** np.arange(101) + 0.0, index=np.arange(101))   # keeps falling
-    assert "still moving at the last round" in "\n".join(partial.avg_vs_ags(10, avg, ags))
+    assert "still vary by more than that" in "\n".join(partial.avg_vs_ags(10, avg, ags))
+
+
+def test_avg_vs_ags_same_level_with_round_to_round_noise():
+    """Both flat at 3e-6 from round 30 but alternating x3 / x(1/3) in opposite phase from round
+    90 on: same median level, per-round ratio up to 9: the rule fails on the variation."""
+    T = 100
+    ags, avg = _curve(1.0, 0.5, 3e-6, T), _curve(1.0, 0.5, 3e-6, T)
+    wiggle = np.where(np.arange(T + 1) % 2, 3.0, 1 / 3.0)
+    ags[90:] *= wiggle[90:]
+    avg[90:] /= wiggle[90:]
+    text = "\n".join(partial.avg_vs_ags(10, avg, ags))
+    assert "up to round 89" in text and "the ratio furthest from 1, 0.111, is at round 90." in text
+    assert "per-round ratio lies between 0.111 and 9" in text
+    assert "same level within a factor 2; the rule fails on the round-to-round variation" in text
 
 
 def test_tail_rate_and_rounds_to_reach():
@@ -51,6 +65,6 @@ def test_scafflsa_shortfall_counts_the_rounds_still_needed():
     # 0.1 * 0.5^n <= 0.01 -> n = ceil(log(0.1)/log(0.5)) = 4
     assert "FedLSA's plateau / 100 = 0.01" in text and "about 4 more rounds (16 in all, against 12 run)" in text
     assert "still converging" in text
-    assert "all but levelled off" in partial.scafflsa_shortfall({**row, "scafflsa_rate": 0.999}, 100.0)
+    assert "too slowly at this H" in partial.scafflsa_shortfall({**row, "scafflsa_rate": 0.999}, 100.0)
     assert "out of reach" in partial.scafflsa_shortfall({**row, "scafflsa_rate": 1.01}, 100.0)
     assert partial.scafflsa_shortfall({**row, "scafflsa_factor": 200.0}, 100.0) is None

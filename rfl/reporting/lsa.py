@@ -18,8 +18,8 @@ mean over the last ``tail`` fraction of rounds of the seed-mean curve E||theta_t
 their relative error, SCAFFLSA's error at the last round, and the factor by which SCAFFLSA
 lowers FedLSA's error (plateau / SCAFFLSA's last value). ``window_ratio`` (curve at the start
 of the tail window / curve at the last round) says whether a curve has levelled off (~1) or is
-still decreasing (> 1); ``scafflsa_rate`` is SCAFFLSA's per-round factor over that window
-(``tail_rate``); ``initial`` is E||theta_0 - theta*||^2. With H = 1 the bias is exactly 0 (sum_c eta A_bar_c (theta*_c - theta*)
+still decreasing (> 1); ``scafflsa_rate`` is SCAFFLSA's per-round factor over the second half
+of the rounds (``tail_rate``, ``RATE_WINDOW``); ``initial`` is E||theta_0 - theta*||^2. With H = 1 the bias is exactly 0 (sum_c eta A_bar_c (theta*_c - theta*)
 = eta (b_bar - A_bar theta*) = 0), so no relative error is formed.
 """
 
@@ -44,6 +44,7 @@ from .tables import write_markdown  # noqa: E402
 FEDLSA, SCAFFLSA = "fedavg", "scafflsa"
 FLOOR = 1e-20        # values below (round-off of ||theta*||^2 ~ 1e2..1e3) are drawn at the floor
 KEY = ["setting", "N", "eta", "H"]
+RATE_WINDOW = 0.5    # SCAFFLSA's per-round factor is measured over the second half of the rounds
 
 
 def collect(tables) -> list[dict]:
@@ -157,7 +158,7 @@ def summary(runs: list[dict], tail: float) -> pd.DataFrame:
             level, ratio = plateau(curve, tail)
             row.update({f"{col}_plateau": level, f"{col}_last": float(curve.iloc[-1]),
                         f"{col}_window_ratio": ratio, f"{col}_seeds": len(rs),
-                        f"{col}_rate": tail_rate(curve, tail)})
+                        f"{col}_rate": tail_rate(curve, RATE_WINDOW)})
             row.setdefault("rounds", int(curve.index[-1]))
             row.setdefault("initial", float(curve.iloc[0]))     # FedLSA's (same x_0 per seed)
         sig = [r["sigma_sq"] for rs in by_method.values() for r in rs]
