@@ -71,6 +71,7 @@ def test_table_and_metadata_content(tmp_path, prepared):
     assert meta["spec"] == spec and meta["seed"] == spec["seed"] and meta["status"] == "ok"
     assert {"numpy", "scipy", "pymanopt", "python"} <= set(meta["versions"])
     assert meta["commit"] and meta["start_time"] and meta["duration_s"] >= 0
+    assert meta["metric_definitions"] == {}          # CPESph adds no metric to define
     assert not list(tmp_path.glob(".*.tmp*")), "no temporary files may remain"
 
 
