@@ -440,6 +440,18 @@ def _figure_and_table_errors(config: dict) -> list[str]:
                 msgs.append(f"config key {_key(where)}: the label r = {r} but experiment "
                             f"{ename!r} runs dataset {dataset!r} with params.r = {r_data}; "
                             f"allowed: the label {r_data}")
+    for i, ename in enumerate(tables.get("table2", {}).get("sensitivity", [])):
+        where = ["tables", "table2", "sensitivity", i]
+        if ename not in exps:
+            msgs.append(f"config key {_key(where)}: {ename!r} is not an experiment; "
+                        f"allowed: {', '.join(exps)}")
+        elif "test_nmse" not in PROBLEMS[config["datasets"][exps[ename]["dataset"]]["problem"]].metrics:
+            msgs.append(f"config key {_key(where)}: experiment {ename!r} records no test_nmse; "
+                        f"the step-size study needs a School experiment")
+        elif exps[ename].get("step", {}).get("rule") != "fixed":
+            msgs.append(f"config key {_key(where)}: experiment {ename!r} has step rule "
+                        f"{exps[ename].get('step', {}).get('rule')!r}; the study compares fixed "
+                        f"steps; allowed: fixed")
     return msgs
 
 

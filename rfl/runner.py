@@ -194,7 +194,8 @@ def run(spec: dict, data_npz, reference_npz, out_csv, out_meta) -> pd.DataFrame:
                                       rounds_completed=int(table["round"].iloc[-1]),
                                       F_star=float(ref["F_star"]),
                                       reference_method=str(ref["method"]),
-                                      predictions=problem.predictions(spec)))
+                                      predictions=problem.predictions(spec),
+                                      metric_definitions=dict(problem.metric_definitions)))
     io.write_table(out_csv, table)
     return table
 

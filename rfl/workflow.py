@@ -109,8 +109,14 @@ class Plan:
         if "table1" in self.tables:
             out += self.table_files("table1_parameters")
         if "table2" in self.tables:
-            out += self.table_files("table2_school_nmse")
+            out += self.table_files("table2_school_nmse") + self.table2_sensitivity_files()
         return out
+
+    def table2_sensitivity_files(self) -> list[str]:
+        """The step-size study beside Table 2 (CSV, Markdown), if ``table2.sensitivity`` is set."""
+        if not self.tables.get("table2", {}).get("sensitivity"):
+            return []
+        return [self.path(f"paper_tables/table2_sensitivity.{ext}") for ext in ("csv", "md")]
 
     def table_files(self, stem: str) -> list[str]:
         return [self.path(f"paper_tables/{stem}.{ext}") for ext in TABLE_EXTENSIONS]
@@ -171,8 +177,10 @@ class Plan:
         return {"figure": wildcards.figure, "title": self.figures[wildcards.figure]["title"]}
 
     def table2_runs(self) -> list[str]:
-        return [t for e in self.tables.get("table2", {}).get("experiments", {}).values()
-                for t in self.run_tables(e)]
+        t2 = self.tables.get("table2", {})
+        experiments = list(t2.get("experiments", {}).values())
+        experiments += [e for e in t2.get("sensitivity", []) if e not in experiments]
+        return [t for e in experiments for t in self.run_tables(e)]
 
     def hetero_runs(self) -> list[str]:
         return [t for e in (self.hetero or {}).get("experiments", {}).values() for t in self.run_tables(e)]
@@ -190,7 +198,11 @@ class Plan:
                               "dataset": self.config["datasets"][self.experiments[row["fixed"]]["dataset"]]}
                              for row in self.tables["table1"]["rows"]]}
         if name == "table2":
-            return {"experiments": self.tables["table2"]["experiments"], "paper": self.paper["table2"]}
+            t2 = self.tables["table2"]
+            return {"experiments": t2["experiments"], "paper": self.paper["table2"],
+                    "protocols": t2.get("protocols", ["heldout", "refit_on_test"]),
+                    "normalisations": t2.get("normalisations", ["pooled", "task_mean"]),
+                    "sensitivity": t2.get("sensitivity", [])}
         if name == "heterogeneity":
             return {"experiments_by_name": {e: label for label, e in self.hetero["experiments"].items()},
                     "tail": self.hetero["tail"]}

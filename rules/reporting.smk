@@ -49,6 +49,7 @@ rule table2:
         csv=PLAN.path("paper_tables/table2_school_nmse.csv"),
         md=PLAN.path("paper_tables/table2_school_nmse.md"),
         tex=PLAN.path("paper_tables/table2_school_nmse.tex"),
+        sensitivity=PLAN.table2_sensitivity_files(),
     log:
         PLAN.log("table2"),
     threads: 1

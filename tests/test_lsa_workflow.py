@@ -247,6 +247,32 @@ def test_summary_is_the_closed_form_of_the_synthetic_curves(synthetic):
             assert np.isnan(row["rel_error"])   # the bias is 0: no relative error
         else:
             assert row["rel_error"] == pytest.approx(abs(plateau - P) / P, rel=1e-12)
+        # SCAFFLSA = C RHO^t: its per-round factor over the window is RHO; the exact oracle
+        # has no variance term, so the predicted plateau is the bias
+        assert row["scafflsa_rate"] == pytest.approx(RHO, rel=1e-12)
+        assert row["predicted_plateau"] == P
+
+
+def test_predicted_plateau_with_a_stochastic_oracle(tmp_path):
+    """bias^2 + eta sigma*^2 / (N B): with sigma*^2 = 8, eta = 0.5, N = 2, B = 4 the variance
+    term is 0.5; FedLSA flat at 3.5 = 3 + 0.5 is exactly on the prediction."""
+    assert lsa_report.predicted_plateau(3.0, 0.5, 8.0, 2, 4) == 3.5
+    assert lsa_report.predicted_plateau(3.0, 0.5, 0.0, 2, 4) == 3.0
+    assert np.isnan(lsa_report.predicted_plateau(3.0, 0.5, np.nan, 2, 4))
+    paths = []
+    for seed in (0, 1):
+        path = tmp_path / "runs" / "s" / f"fedavg_K4_seed{seed}.csv"
+        spec = {"experiment": "s", "seed": seed,
+                "dataset": {"problem": "lsa", "params": {"setting": "heterogeneous", "n_agents": 2,
+                                                        "oracle": "stochastic"}},
+                "algorithm": {"name": "fedavg", "K": 4, "batch_size": 4, "participation": None},
+                "step": {"rule": "fixed", "alpha": 0.5}}
+        write_run(path, {"round": np.arange(T + 1), "excess_risk": np.full(T + 1, 3.5), "status": "ok"},
+                  spec, predictions={"fedlsa_bias_sq": 3.0, "sigma_star_sq": 8.0})
+        paths.append(path)
+    row = lsa_report.summary(lsa_report.collect(paths), tail=0.1).iloc[0]
+    assert row["predicted_plateau"] == pytest.approx(3.5) and row["plateau_ratio"] == pytest.approx(1.0)
+    assert row["rel_error"] == pytest.approx(0.5 / 3.0)        # against the bias alone
 
 
 def test_cli_writes_the_table_and_one_figure_per_setting(synthetic):

@@ -12,6 +12,7 @@ import pytest
 import scipy.linalg
 
 from rfl.data import school as sch
+from rfl.problems.multitask import nmse_column
 from rfl.data.multitask import generate
 from rfl.problems.multitask import MultitaskFeatures, SchoolMultitask
 
@@ -412,8 +413,10 @@ def test_from_school_keeps_the_test_split_and_fits_on_training_rows():
     assert isinstance(q, SchoolMultitask) and q.r == r
     U = random_points(np.random.default_rng(4), 1, m=5, r=r)[0]
     assert q.test_nmse(U) == p.test_nmse(U)
-    assert q.extra_metrics(U) == {"test_nmse": p.test_nmse(U)}
-    assert list(SchoolMultitask.metrics) == ["test_nmse"]
+    assert q.extra_metrics(U)["test_nmse"] == pytest.approx(p.test_nmse(U), rel=1e-13)
+    assert list(SchoolMultitask.metrics) == ["test_nmse", "test_nmse_taskmean", "test_nmse_refit",
+                                             "test_nmse_refit_taskmean"]
+    assert set(SchoolMultitask.metric_definitions) == set(SchoolMultitask.metrics)
     assert MultitaskFeatures.from_arrays({**split, "r": np.array(r)}).lam == lam   # default 1e-3
     # by hand from the original rows: fit each school's w on its training students
     se, truth = 0.0, []
@@ -431,6 +434,63 @@ def test_from_school_keeps_the_test_split_and_fits_on_training_rows():
         MultitaskFeatures.from_arrays(split)
     with pytest.raises(ValueError, match="split_school dict"):
         SchoolMultitask.from_arrays(generate(np.random.default_rng(0), 2, 2, 4, 1), {"r": 1})
+
+
+def test_test_nmse_protocols_against_a_per_task_solve():
+    """Both evaluation protocols and both normalisations against a direct computation from the
+    original rows: w by a ridge solve (numpy lstsq on the stacked [X U; sqrt(2 lambda) I]) on
+    the task's training rows (heldout) or on its test rows (refit_on_test)."""
+    X, y, school = _fake_school(seed=5, n_schools=7)
+    split = sch.split_school(X, y, school, rng=np.random.default_rng(8), n_agents=2,
+                             tasks_per_agent=3)
+    lam, r = 0.05, 2
+    q = SchoolMultitask.from_arrays(split, {"r": r, "lam": lam, "S": 2, "N": 3})
+    U = random_points(np.random.default_rng(9), 1, m=5, r=r)[0]
+
+    sq = {"heldout": [], "refit_on_test": []}
+    truth = []
+    for s in range(2):
+        for j in range(3):
+            tr = split["idx_train"][s, j, :split["n_train"][s, j]]
+            te = split["idx_test"][s, j, :split["n_test"][s, j]]
+            for protocol, rows in (("heldout", tr), ("refit_on_test", te)):
+                w = ridge_w(X[rows] @ U, y[rows], lam)
+                sq[protocol].append((X[te] @ U @ w - y[te]) ** 2)
+            truth.append(y[te])
+    var = np.var(np.concatenate(truth))
+    row = q.extra_metrics(U)
+    for protocol, errs in sq.items():
+        pooled = np.concatenate(errs).mean() / var
+        task_mean = np.mean([e.mean() for e in errs]) / var
+        assert q.test_nmse(U, protocol=protocol) == pytest.approx(pooled, rel=1e-10)
+        assert q.test_nmse(U, protocol=protocol, normalisation="task_mean") == pytest.approx(
+            task_mean, rel=1e-10)
+        assert row[nmse_column(protocol, "pooled")] == pytest.approx(pooled, rel=1e-10)
+        assert row[nmse_column(protocol, "task_mean")] == pytest.approx(task_mean, rel=1e-10)
+    # fitted on the rows it is scored on, w does better there (lambda is small)
+    assert row["test_nmse_refit"] < row["test_nmse"]
+    with pytest.raises(ValueError, match="protocol 'refit'.*allowed: heldout, refit_on_test"):
+        q.test_nmse(U, protocol="refit")
+    with pytest.raises(ValueError, match="normalisation 'mean'.*allowed: pooled, task_mean"):
+        nmse_column("heldout", "mean")
+
+
+def test_refit_on_test_with_lambda_zero_is_the_least_squares_projection():
+    """lambda = 0 with 1-2 test rows per task (at most r, so X_te U may be rank-deficient):
+    the refit residual is that of numpy's least-squares solution on the test rows."""
+    X, y, school = _fake_school(seed=2, n_schools=4)
+    split = sch.split_school(X, y, school, rng=np.random.default_rng(1), n_agents=2,
+                             tasks_per_agent=2, train_fraction=0.8)
+    p = MultitaskFeatures.from_school(split, r=2, lam=0.0)
+    U = random_points(np.random.default_rng(3), 1, m=5, r=2)[0]
+    res = p.test_residuals(U, "refit_on_test")
+    for s in range(2):
+        for j in range(2):
+            te = split["idx_test"][s, j, :split["n_test"][s, j]]
+            A = X[te] @ U
+            w = np.linalg.lstsq(A, y[te], rcond=None)[0]
+            np.testing.assert_allclose(res[s, j, :te.size], A @ w - y[te], atol=1e-10)
+            assert np.all(res[s, j, te.size:] == 0)
 
 
 def test_from_arrays_reads_r_and_lambda_from_params_and_offers_u_star():

@@ -114,14 +114,16 @@ def test_rfedsvrg_needs_a_log_or_an_inverse_retraction():
 
 
 # ---- vectorised == per-agent loop ------------------------------------------------
+@pytest.mark.parametrize("correction", ["all_agents", "participants"])
 @pytest.mark.parametrize("participation", [None, 3])
-def test_rfedsvrg_matches_reference_loop_heterogeneous_exp_projection(hetero_Z, participation):
+def test_rfedsvrg_matches_reference_loop_heterogeneous_exp_projection(hetero_Z, participation, correction):
     """Heterogeneous data and a geometry other than the contract's (normalize, parallel)."""
     p = CPESph(hetero_Z, retraction="exp", transport="projection")
     x0 = p.initial_point(np.random.default_rng(1))
     step = Decaying(2.0, 1.5, 3)
-    vec = _iterates(RFedSVRG(p, step, 4, 5, participation), x0, 8, seed=9)
-    ref = rfedsvrg_loop(p, x0, step, 4, 8, _sampler(p, 5, participation, 9), ops=SphereOps(8, "exp", "projection"))
+    vec = _iterates(RFedSVRG(p, step, 4, 5, participation, correction=correction), x0, 8, seed=9)
+    ref = rfedsvrg_loop(p, x0, step, 4, 8, _sampler(p, 5, participation, 9),
+                        ops=SphereOps(8, "exp", "projection"), correction=correction)
     np.testing.assert_allclose(np.array(vec), np.array(ref), rtol=0, atol=TOL)
     assert np.abs(vec[-1] - vec[0]).max() > 1e-2      # the iterates actually moved
 
@@ -205,6 +207,48 @@ def test_rfedsvrg_one_step_full_batch_is_riemannian_gradient_descent(hetero_Z, a
     assert np.abs(vec[-1] - vec[0]).max() > 1e-2
 
 
+def test_rfedsvrg_corrections_coincide_with_every_agent_taking_part(hetero_Z):
+    p = CPESph(hetero_Z)
+    x0 = p.initial_point(np.random.default_rng(6))
+    a, b = (_iterates(RFedSVRG(p, Fixed(1.5), 3, 5, None, correction=c), x0, 6, seed=3)
+            for c in ("all_agents", "participants"))
+    np.testing.assert_array_equal(np.array(a), np.array(b))
+    assert np.abs(a[-1] - a[0]).max() > 1e-2
+
+
+def test_rfedsvrg_partial_participation_corrects_with_the_gradient_over_all_agents(hetero_Z):
+    """s = 2 of S = 6, K = 1, B = N, Exp: the local step is at x_t, where g_j(x_t) - (grad
+    f_j(x_t) - G) = G, so x_{t+1} = Exp_{x_t}(-alpha G) whoever takes part. By hand: G =
+    (I - x x^T)(-2 C x) with C = sum_i p_i Z_i^T Z_i / N over all six agents (the default,
+    Li & Ma's grad f), or C over the round's two participants with p renormalised
+    (``correction: participants``); the participants are redrawn from the seed."""
+    p = CPESph(hetero_Z, retraction="exp", transport="parallel")
+    ops = SphereOps(8, "exp", "parallel")
+    N = hetero_Z.shape[1]
+    C = np.einsum("snd,sne->sde", hetero_Z, hetero_Z) / N                # C_i: (S, d, d)
+    np.testing.assert_allclose(C.mean(axis=0), p.C, rtol=0, atol=1e-15)  # p_i = 1/6
+    x0 = p.initial_point(np.random.default_rng(7))
+    step, seed, rounds = Fixed(3.0), 4, 8
+    draws = AgentSampler(np.random.default_rng(seed), p.local_sizes, N, 2)
+    everyone, participants = [x0], [x0]
+    for t in range(rounds):
+        agents = draws.participants()
+        draws.batches(agents)                                            # the round's K = 1 draw
+        for xs, Ct in ((everyone, C.mean(axis=0)), (participants, C[agents].mean(axis=0))):
+            x = xs[-1]
+            xs.append(ops.exp(x, -step(t) * (-2.0 * (Ct @ x - x * (x @ Ct @ x)))))
+    default = _iterates(RFedSVRG(p, step, 1, N, 2), x0, rounds, seed=seed)
+    restricted = _iterates(RFedSVRG(p, step, 1, N, 2, correction="participants"), x0, rounds, seed=seed)
+    np.testing.assert_allclose(np.array(default), np.array(everyone), rtol=0, atol=TOL)
+    np.testing.assert_allclose(np.array(restricted), np.array(participants), rtol=0, atol=TOL)
+    assert np.abs(np.array(everyone) - np.array(participants)).max() > 1e-3   # they differ
+    ref = rfedsvrg_loop(p, x0, step, 1, rounds, _sampler(p, N, 2, seed), ops=ops)
+    np.testing.assert_allclose(np.array(ref), np.array(everyone), rtol=0, atol=TOL)
+    ref = rfedsvrg_loop(p, x0, step, 1, rounds, _sampler(p, N, 2, seed), ops=ops,
+                        correction="participants")
+    np.testing.assert_allclose(np.array(ref), np.array(participants), rtol=0, atol=TOL)
+
+
 def test_rfedsvrg_single_agent_full_batch_is_k_steps_of_riemannian_gd(hetero_Z):
     """S = 1, B = N: the correction grad f_1(x_t) - grad f(x_t) is zero, the local run is K
     retraction steps of gradient descent on f_1 = F, and Exp_{x_t}(Log_{x_t}(x_K)) = x_K."""
@@ -261,10 +305,20 @@ def _counts(alg, x0, rounds, seed):
 
 
 def test_rfedsvrg_counts_full_local_gradients_and_double_communication(hetero_Z):
-    p = CPESph(hetero_Z)                                    # S = 6, N_j = 15, n = 8
-    rows = _counts(RFedSVRG(p, Fixed(0.5), 3, 4, 2), p.initial_point(np.random.default_rng(0)), 5, 0)
+    """s = 2 of S = 6 agents, K = 3, B = 4, N_j = 15, n = 8. Default (all_agents): all six
+    compute and upload grad f_i(x_t) after receiving x_t, the two participants receive grad
+    f(x_t) and upload x^j_K; participants: only the two do all of it."""
+    p = CPESph(hetero_Z)
+    x0 = p.initial_point(np.random.default_rng(0))
+    rows = _counts(RFedSVRG(p, Fixed(0.5), 3, 4, 2), x0, 5, 0)
+    assert [g for g, _ in rows] == [(t + 1) * (2 * 3 * 4 + 6 * 15) for t in range(5)]
+    assert [f for _, f in rows] == [(t + 1) * (2 * 6 * 8 + 2 * 2 * 8) for t in range(5)]
+    rows = _counts(RFedSVRG(p, Fixed(0.5), 3, 4, 2, correction="participants"), x0, 5, 0)
     assert [g for g, _ in rows] == [(t + 1) * (2 * 3 * 4 + 2 * 15) for t in range(5)]
     assert [f for _, f in rows] == [(t + 1) * 4 * 2 * 8 for t in range(5)]
+    full = [_counts(RFedSVRG(p, Fixed(0.5), 3, 4, None, correction=c), x0, 5, 0)
+            for c in ("all_agents", "participants")]
+    assert full[0] == full[1] == [((t + 1) * (6 * 3 * 4 + 6 * 15), (t + 1) * 4 * 6 * 8) for t in range(5)]
 
 
 @pytest.mark.parametrize("participation", [None, 3])

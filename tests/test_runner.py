@@ -71,6 +71,7 @@ def test_table_and_metadata_content(tmp_path, prepared):
     assert meta["spec"] == spec and meta["seed"] == spec["seed"] and meta["status"] == "ok"
     assert {"numpy", "scipy", "pymanopt", "python"} <= set(meta["versions"])
     assert meta["commit"] and meta["start_time"] and meta["duration_s"] >= 0
+    assert meta["metric_definitions"] == {}          # CPESph adds no metric to define
     assert not list(tmp_path.glob(".*.tmp*")), "no temporary files may remain"
 
 
@@ -143,6 +144,14 @@ def test_cli_validate(tmp_path):
      "figures.fig1a_cpesph_fixed.experiment", "allowed: cpesph_fixed"),
     (lambda c: c["tables"]["table2"]["experiments"].update({"3": "cpesph_fixed"}),
      "tables.table2.experiments.3", "needs a School experiment"),
+    (lambda c: c["tables"]["table2"].update(protocols=["refit"]),
+     "tables.table2.protocols.0", "heldout"),
+    (lambda c: c["tables"]["table2"].update(sensitivity=["cpesph_fixed"]),
+     "tables.table2.sensitivity.0", "needs a School experiment"),
+    (lambda c: c["tables"]["table2"].update(sensitivity=["nope"]),
+     "tables.table2.sensitivity.0", "allowed: cpesph_fixed"),
+    (lambda c: c["experiments"]["cpesph_fixed"]["methods"].append({"algorithm": "rfedsvrg", "K": [1], "correction": "some"}),
+     "experiments.cpesph_fixed.methods.2.correction", "all_agents"),
     (lambda c: c["datasets"]["cfmspd"]["params"].update(D_W=-1),
      "datasets.cfmspd.params.D_W", "minimum of 0"),
     (lambda c: c["datasets"]["cpesph"].update(problem="mnist"),

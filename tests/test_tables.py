@@ -29,28 +29,47 @@ def nmse_curve(best, at, T=20):
     return c
 
 
+def school_extra(best, at, refit_best=None, refit_at=None):
+    """The four test NMSE columns of a School run: held out (pooled) best ``best`` at round
+    ``at``; its task-mean column 0.02 higher; refit on the test rows (pooled) best
+    ``refit_best`` (default best - 0.1) at ``refit_at`` (default at + 1), task mean 0.03 higher."""
+    refit_best = best - 0.1 if refit_best is None else refit_best
+    refit_at = at + 1 if refit_at is None else refit_at
+    return {"test_nmse": nmse_curve(best, at), "test_nmse_taskmean": nmse_curve(best, at) + 0.02,
+            "test_nmse_refit": nmse_curve(refit_best, refit_at),
+            "test_nmse_refit_taskmean": nmse_curve(refit_best, refit_at) + 0.03}
+
+
 @pytest.fixture
 def school_runs(tmp_path):
     paths = []
     # RFedAGS K = 1: best 0.50 at round 3 and 0.52 at round 5 -> mean 0.51, ours - paper = +0.001
+    # (refit: 0.40 at round 4, 0.42 at round 6 -> 0.41, -0.099)
     for seed, (best, at) in enumerate(((0.50, 3), (0.52, 5))):
         paths.append(write_run(tmp_path, "school_r3", np.linspace(1, 0.5, 21), K=1, seed=seed,
-                               extra={"test_nmse": nmse_curve(best, at)}))
-    # RSD: best 0.445 at round 7 in both splits -> ours - paper = -0.020 (we are better)
+                               extra=school_extra(best, at)))
+    # RSD: best 0.445 at round 7 in both splits -> ours - paper = -0.020 (we are better);
+    # refit 0.475 at round 2 -> +0.010
     for seed in (0, 1):
         paths.append(write_run(tmp_path, "school_r3", np.linspace(1, 0.5, 21), name="rsd", K=None,
-                               seed=seed, extra={"test_nmse": nmse_curve(0.445, 7)}))
+                               seed=seed, extra=school_extra(0.445, 7, 0.475, 2)))
     # RFedAGS K = 2 (not in the paper) diverges at round 4; its best before that is 0.6 at round 2
     paths.append(write_run(tmp_path, "school_r3", np.linspace(1, 0.5, 21), K=2, diverge_at=4,
-                           extra={"test_nmse": nmse_curve(0.6, 2)}))
+                           extra=school_extra(0.6, 2)))
     return tmp_path, paths
+
+
+def _cells(tidy, protocol="heldout", normalisation="pooled"):
+    return tidy[(tidy["protocol"] == protocol) & (tidy["normalisation"] == normalisation)].set_index("method")
 
 
 def test_table2_best_nmse_and_signed_difference(school_runs):
     root, paths = school_runs
     spec = {"experiments": {"3": "school_r3"}, "paper": PAPER}
     out = root / "t2.csv"
-    tidy = tables.table2(spec, out, paths).set_index("method")
+    full = tables.table2(spec, out, paths)
+    assert len(full) == 3 * 2 * 2                        # methods x protocols x normalisations
+    tidy = _cells(full)
     k1, rsd, k2 = tidy.loc["RFedAGS-K=1"], tidy.loc["RSD"], tidy.loc["RFedAGS-K=2"]
     assert k1["nmse_mean"] == pytest.approx(0.51) and k1["round_mean"] == 4
     assert k1["nmse_std"] == pytest.approx(np.std([0.50, 0.52], ddof=1))
@@ -60,12 +79,22 @@ def test_table2_best_nmse_and_signed_difference(school_runs):
     assert rsd["round_mean"] == 7 and rsd["n_splits"] == 2
     assert k2["nmse_mean"] == pytest.approx(0.6) and k2["round_mean"] == 2
     assert np.isnan(k2["paper_nmse"]) and np.isnan(k2["difference"]) and np.isnan(k2["nmse_std"])
+    # the other protocol and normalisation: their own columns of the same runs
+    refit = _cells(full, "refit_on_test")
+    assert refit.loc["RFedAGS-K=1", "nmse_mean"] == pytest.approx(0.41)
+    assert refit.loc["RFedAGS-K=1", "round_mean"] == 5 and refit.loc["RSD", "round_mean"] == 2
+    assert refit.loc["RFedAGS-K=1", "difference"] == pytest.approx(0.41 - 0.509)
+    assert refit.loc["RSD", "column"] == "test_nmse_refit"
+    assert _cells(full, "heldout", "task_mean").loc["RSD", "nmse_mean"] == pytest.approx(0.465)
+    assert _cells(full, "refit_on_test", "task_mean").loc["RSD", "difference"] == pytest.approx(0.04)
     # the file the reproduction report reads, and the displayed table
-    back = io.read_table(out).set_index("method")
+    back = _cells(io.read_table(out))
     assert back.loc["RSD", "difference"] == pytest.approx(-0.020)
     md = out.with_suffix(".md").read_text()
-    assert "| 3 | RFedAGS-K=1 | 0.510 ± 0.014 | 4 ± 1 | 0.509 | 100 | +0.001 | 2 |" in md
-    assert "| 3 | RSD | 0.445 ± 0.000 | 7 ± 0 | 0.465 | 62 | -0.020 | 2 |" in md
+    assert ("| 3 | RFedAGS-K=1 | heldout | 0.510 ± 0.014 | 4 ± 1 | +0.001 | 0.530 ± 0.014 | 4 ± 1 "
+            "| +0.021 | 0.509 | 100 | 2 |") in md
+    assert ("| 3 | RSD | refit_on_test | 0.475 ± 0.000 | 2 ± 0 | +0.010 | 0.505 ± 0.000 | 2 ± 0 "
+            "| +0.040 | 0.465 | 62 | 2 |") in md
     assert r"$\pm$" in out.with_suffix(".tex").read_text()
 
 
@@ -104,5 +133,42 @@ def test_table2_a_split_without_a_measurement_is_not_left_out(school_runs, tmp_p
     t["test_nmse"] = np.nan                       # split 0 of RFedAGS K = 1 measured nothing
     io.write_table(paths[0], t)
     tidy = tables.table2({"experiments": {"3": "school_r3"}, "paper": PAPER}, root / "t2.csv", paths)
-    k1 = tidy.set_index("method").loc["RFedAGS-K=1"]
+    k1 = _cells(tidy).loc["RFedAGS-K=1"]
     assert np.isnan(k1["nmse_mean"]) and np.isnan(k1["difference"]) and k1["n_splits"] == 2
+
+
+def test_table2_sensitivity_groups_runs_by_r_and_step(tmp_path):
+    """Runs of two experiments (alpha 1e-6 and 6e-6) at r = 4: the best NMSE per (r, alpha,
+    method, protocol) from the runs' metadata, and the K = 1 - K = 10 gap beside the paper's."""
+    from rfl.testing.run_files import write_run as write_files
+
+    paper = {"methods": METHODS, "4": {"nmse": [0.438, 0.437, 0.437, 0.437, 0.438, 0.432, 0.439, 0.429],
+                                       "round": [100] * 8}}
+    paths = []
+    # (experiment, alpha, K, seed, best held out) ; refit = held out - 0.1
+    cells = [("s_a1", 1e-6, 1, 0, 0.70), ("s_a1", 1e-6, 1, 1, 0.72), ("s_a1", 1e-6, 10, 0, 0.60),
+             ("s_a1", 1e-6, 10, 1, 0.62), ("s_a6", 6e-6, 1, 0, 0.61), ("s_a6", 6e-6, 10, 0, 0.60)]
+    for exp, alpha, K, seed, best in cells:
+        path = tmp_path / "runs" / exp / f"rfedags_K{K}_seed{seed}.csv"
+        write_files(path, {"round": np.arange(21), **school_extra(best, 4 + K)},
+                    {"algorithm": {"name": "rfedags", "K": K, "batch_size": 18},
+                     "dataset": {"name": "school_r4", "problem": "school", "params": {"r": 4}},
+                     "step": {"rule": "fixed", "alpha": alpha}, "experiment": exp, "seed": seed})
+        paths.append(str(path))
+    rsd = tmp_path / "runs" / "s_a1" / "rsd_seed0.csv"          # no step: left out
+    write_files(rsd, {"round": np.arange(21), **school_extra(0.3, 4)},
+                {"algorithm": {"name": "rsd"}, "step": None, "experiment": "s_a1",
+                 "dataset": {"name": "school_r4", "problem": "school", "params": {"r": 4}}})
+    t = tables.sensitivity({"paper": paper}, tmp_path / "sens.csv", paths + [str(rsd)])
+    assert set(t["method"]) == {"RFedAGS-K=1", "RFedAGS-K=10"}
+    h = t[t["protocol"] == "heldout"].set_index(["alpha", "method"])
+    assert h.loc[(1e-6, "RFedAGS-K=1"), "nmse_mean"] == pytest.approx(0.71)
+    assert h.loc[(1e-6, "RFedAGS-K=1"), "round_mean"] == 5 and h.loc[(1e-6, "RFedAGS-K=10"), "n_splits"] == 2
+    assert h.loc[(1e-6, "RFedAGS-K=10"), "K1_minus_K10"] == pytest.approx(0.71 - 0.61)
+    assert h.loc[(6e-6, "RFedAGS-K=1"), "K1_minus_K10"] == pytest.approx(0.01)
+    assert h.loc[(6e-6, "RFedAGS-K=1"), "paper_K1_minus_K10"] == pytest.approx(0.001)
+    r = t[t["protocol"] == "refit_on_test"].set_index(["alpha", "method"])
+    assert r.loc[(1e-6, "RFedAGS-K=1"), "nmse_mean"] == pytest.approx(0.61)
+    assert r.loc[(1e-6, "RFedAGS-K=1"), "round_mean"] == 6
+    md = (tmp_path / "sens.md").read_text()
+    assert "| 4 | 6e-06 | RFedAGS-K=1 | heldout | 0.610 | 5 | +0.010 | 0.438 | +0.001 | 1 |" in md

@@ -96,7 +96,11 @@ def test_targets_are_every_configured_figure_and_table(plan):
     assert ".smoke/paper_tables/heterogeneity.csv" in targets
     tables = [f".smoke/paper_tables/{t}.{e}" for t in ("table1_parameters", "table2_school_nmse")
               for e in ("csv", "md", "tex")]
-    assert plan.table_outputs() == tables and set(tables) <= set(targets)
+    sensitivity = [".smoke/paper_tables/table2_sensitivity.csv", ".smoke/paper_tables/table2_sensitivity.md"]
+    assert plan.table_outputs() == tables + sensitivity and set(tables + sensitivity) <= set(targets)
+    assert plan.table2_sensitivity_files() == sensitivity
+    spec = plan.table_spec("table2")
+    assert spec["protocols"] == ["heldout", "refit_on_test"] and spec["sensitivity"] == ["school_r2"]
     assert targets[-1] == ".smoke/paper_tables/REPRODUCTION.md"
     cfg = copy.deepcopy(SMOKE)
     del cfg["tables"]["table2"], cfg["heterogeneity"], cfg["lsa"]
@@ -176,7 +180,7 @@ def test_figure_labels_and_metric_labels():
     assert figures.method_label(("rfedags", 4, 10)) == "RFedAGS-K=4, s=10"
     assert figures.method_label(("rlbfgs", None, None)) == "RLBFGS"
     assert figures.metric_label("excess_risk") == "excess risk $F(x_t) - F(x^*)$"
-    assert figures.metric_label("test_nmse", ["school"]) == "test NMSE"
+    assert figures.metric_label("test_nmse", ["school"]) == "test NMSE (held out)"
     assert figures.metric_label("subspace_dist", ["multitask"]) == r"dist$(\mathcal{U}_t, \mathcal{U}^*)$"
     assert figures.metric_label("unknown_metric", ["cpesph"]) == "unknown_metric"
 

@@ -67,6 +67,8 @@ class Problem(abc.ABC):
     metrics: tuple[str, ...] = ()
     #: figure axis labels of ``metrics``
     metric_labels: dict[str, str] = {}
+    #: what each of ``metrics`` computes, in words (written into every run's metadata)
+    metric_definitions: dict[str, str] = {}
     #: names of the raw files ``generate`` reads (passed after the rng, in this order)
     raw_inputs: tuple[str, ...] = ()
     #: small dataset parameters for the shared contract (``rfl.testing.problem``)

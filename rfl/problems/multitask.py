@@ -90,7 +90,9 @@ tasks, and the mini-batch gradient is the mean over the B tasks.
 Classes: ``MultitaskFeatures`` (name "multitask", the synthetic case, built
 from ``rfl.data.multitask.generate`` output) and ``SchoolMultitask`` (name
 "school", built from a ``rfl.data.school.split_school`` dict; it keeps the test
-split and reports ``test_nmse`` through ``extra_metrics``). r and lambda come
+split and reports the test NMSE through ``extra_metrics``, under two evaluation
+protocols and two normalisations, ``NMSE_COLUMNS``: ``test_nmse`` is the held-out
+error pooled over all test rows; ``refit_on_test`` is the authors' evaluation). r and lambda come
 from the dataset params (see ``from_arrays``).
 
 Reference point: ``closed_form_optimum`` is None (no closed form);
@@ -117,6 +119,48 @@ from .base import COUNT, NONNEGATIVE, Problem, object_schema
 
 #: lambda of the paper's School experiment (Section 5.2).
 SCHOOL_LAMBDA = 1e-3
+
+#: How the coefficients w_ij of a task are obtained when a subspace U is scored on its test
+#: rows. ``heldout`` is the usual held-out test error; ``refit_on_test`` is what the
+#: authors' code of the RFedAGS paper computes (``ConstructRFLLRMCProb_Grass_.m``: its
+#: ``RMSE(U, D_test)`` calls ``completion(U, D_test)``, which solves each column's
+#: coefficients on the test entries themselves, then scores those entries), and what
+#: ``demo_sl_school.m`` of hujiangpku/RNGD computes for School (``sl_mystatsfun``).
+NMSE_PROTOCOLS = {
+    "heldout": "w_ij(U) is the ridge solution (lambda of the problem) on task ij's training rows; "
+               "the residuals X_test U w_ij - y_test are taken on its test rows",
+    "refit_on_test": "w_ij = (U^T X_test^T X_test U + 2 lambda I)^-1 U^T X_test^T y_test, the same "
+                     "ridge problem solved on task ij's test rows; the residuals are taken on "
+                     "those same rows (the authors' evaluation)",
+}
+#: How squared test errors are turned into one number (both over var, the population
+#: variance of all valid test labels pooled over the tasks).
+NMSE_NORMALISATIONS = {
+    "pooled": "sum of squared residuals over all test rows of all tasks / number of those rows, "
+              "over var",
+    "task_mean": "mean over tasks of (sum of the task's squared test residuals / its test rows), "
+                 "over var",
+}
+#: run-table column of each (protocol, normalisation); ``test_nmse`` is (heldout, pooled)
+NMSE_COLUMNS = {
+    ("heldout", "pooled"): "test_nmse",
+    ("heldout", "task_mean"): "test_nmse_taskmean",
+    ("refit_on_test", "pooled"): "test_nmse_refit",
+    ("refit_on_test", "task_mean"): "test_nmse_refit_taskmean",
+}
+
+
+def nmse_column(protocol: str, normalisation: str = "pooled") -> str:
+    """The run-table column of (``protocol``, ``normalisation``); ValueError naming the
+    allowed values otherwise."""
+    check_nmse_option("protocol", protocol, NMSE_PROTOCOLS)
+    check_nmse_option("normalisation", normalisation, NMSE_NORMALISATIONS)
+    return NMSE_COLUMNS[(protocol, normalisation)]
+
+
+def check_nmse_option(key: str, value, allowed) -> None:
+    if value not in allowed:
+        raise ValueError(f"test NMSE {key} {value!r} is not known; allowed: {', '.join(allowed)}")
 
 
 def _t(a: np.ndarray) -> np.ndarray:
@@ -462,19 +506,87 @@ class MultitaskFeatures(Problem):
             raise ValueError(f"X_test {X_test.shape} does not match the tasks {self.X.shape}")
         return np.einsum("sndr,snr->snd", X_test @ np.asarray(x, dtype=float), self.coefficients(x))
 
-    def test_nmse(self, x, X_test=None, y_test=None, n_test=None):
-        """NMSE of Section 5.2 (``rfl.data.school.nmse``): squared errors pooled over all
-        valid test rows of all tasks over the population variance of those labels."""
-        if X_test is None and y_test is None and n_test is None:
-            X_test, y_test, n_test = self.X_test, self.y_test, self.n_test
+    def _test_arrays(self, X_test, y_test, n_test):
+        if X_test is None and y_test is None and n_test is None and self.X_test is not None:
+            return self.X_test, self.y_test, self.n_test        # checked by from_school
         if X_test is None or y_test is None or n_test is None:
             raise ValueError("need X_test, y_test and n_test (or a problem built by from_school)")
         X_test = np.asarray(X_test, dtype=float)
         y_test = np.asarray(y_test, dtype=float)
         n_test = np.asarray(n_test, dtype=np.int64)
         _check_padded(X_test, y_test, n_test, "test data")
-        pred = self.predict(x, X_test)
-        return nmse(unpad(pred, n_test), unpad(y_test, n_test))
+        if X_test.shape[:2] != self.X.shape[:2] or X_test.shape[3] != self.m:
+            raise ValueError(f"X_test {X_test.shape} does not match the tasks {self.X.shape}")
+        return X_test, y_test, n_test
+
+    def test_residuals(self, x, protocol: str = "heldout", X_test=None, y_test=None, n_test=None):
+        """Residuals X_test_ij U w_ij - y_test_ij of every task on its test rows: (S, N, D_test)
+        (padded rows 0), with w_ij by ``protocol`` (:data:`NMSE_PROTOCOLS`):
+
+        - ``heldout``: w_ij(U) fitted on the task's training rows (``coefficients``);
+        - ``refit_on_test``: w_ij = (U^T X_te^T X_te U + 2 lambda I)^{-1} U^T X_te^T y_te, the
+          same ridge problem solved on the task's test rows (with lambda = 0 the minimum-norm
+          least-squares solution, so a task with fewer test rows than r stays defined).
+        """
+        check_nmse_option("protocol", protocol, NMSE_PROTOCOLS)
+        X_test, y_test, n_test = self._test_arrays(X_test, y_test, n_test)
+        XU = X_test @ np.asarray(x, dtype=float)                               # (S, N, D, r)
+        return self._residuals(x, XU, y_test, protocol)
+
+    def _residuals(self, x, XU, y_test, protocol):
+        if protocol == "heldout":
+            w = self._global(x)["w"][..., None]                                # (S, N, r, 1)
+        elif self.lam:
+            w = self._ridge(_t(XU) @ XU, _t(XU) @ y_test[..., None])
+        else:
+            w = np.linalg.pinv(XU) @ y_test[..., None]
+        return (XU @ w)[..., 0] - y_test                                       # padded rows: 0 - 0
+
+    def test_nmse(self, x, X_test=None, y_test=None, n_test=None, *, protocol: str = "heldout",
+                  normalisation: str = "pooled"):
+        """Test NMSE of Section 5.2 under an evaluation ``protocol`` (how w_ij is obtained,
+        :data:`NMSE_PROTOCOLS`, see ``test_residuals``) and a ``normalisation``
+        (:data:`NMSE_NORMALISATIONS`); both are divided by the population variance of all
+        valid test labels, var:
+
+        - ``pooled``: sum_ij ||res_ij||^2 / sum_ij d_ij / var (``rfl.data.school.nmse``);
+        - ``task_mean``: mean over the tasks with a test row of ||res_ij||^2 / d_ij, / var.
+        """
+        check_nmse_option("normalisation", normalisation, NMSE_NORMALISATIONS)
+        X_test, y_test, n_test = self._test_arrays(X_test, y_test, n_test)
+        res = self.test_residuals(x, protocol, X_test, y_test, n_test)
+        if normalisation == "pooled":
+            return nmse(unpad(y_test + res, n_test), unpad(y_test, n_test))
+        return self._task_mean_nmse(res, y_test, n_test)
+
+    @staticmethod
+    def _task_mean_nmse(res, y_test, n_test) -> float:
+        var = float(np.var(unpad(y_test, n_test)))
+        if var == 0.0:
+            raise ValueError("var(y_test) is zero; NMSE undefined")
+        has = n_test > 0
+        return float(np.mean(np.einsum("snd,snd->sn", res, res)[has] / n_test[has]) / var)
+
+    def test_nmse_all(self, x) -> dict[str, float]:
+        """Every column of :data:`NMSE_COLUMNS` at U (one row of a run table), on the stored
+        test split: the residuals of each protocol are computed once, and the variance of the
+        test labels once per problem."""
+        if getattr(self, "_test_var", None) is None:
+            X_test, y_test, n_test = self._test_arrays(None, None, None)
+            var = float(np.var(unpad(y_test, n_test)))
+            if var == 0.0:
+                raise ValueError("var(y_test) is zero; NMSE undefined")
+            has = n_test > 0
+            self._test_var = (var, has, float(n_test.sum()))
+        var, has, rows = self._test_var
+        XU = self.X_test @ np.asarray(x, dtype=float)                          # shared: (S, N, D, r)
+        out = {}
+        for protocol in NMSE_PROTOCOLS:
+            res = self._residuals(x, XU, self.y_test, protocol)
+            sq = np.einsum("snd,snd->sn", res, res)                            # (S, N)
+            out[NMSE_COLUMNS[(protocol, "pooled")]] = float(sq.sum() / rows / var)
+            out[NMSE_COLUMNS[(protocol, "task_mean")]] = float(np.mean(sq[has] / self.n_test[has]) / var)
+        return out
 
     # ---- reference -------------------------------------------------------
     def closed_form_optimum(self):
@@ -505,8 +617,15 @@ class SchoolMultitask(MultitaskFeatures):
     params)`` (params: r, lam) or ``from_school(split, r, lam)``."""
 
     name = "school"
-    metrics = ("test_nmse",)
-    metric_labels = {"test_nmse": "test NMSE"}
+    metrics = tuple(NMSE_COLUMNS.values())
+    metric_labels = {
+        "test_nmse": "test NMSE (held out)",
+        "test_nmse_taskmean": "test NMSE (held out, mean of task MSEs)",
+        "test_nmse_refit": "test NMSE (w refit on test rows)",
+        "test_nmse_refit_taskmean": "test NMSE (w refit on test rows, mean of task MSEs)",
+    }
+    metric_definitions = {col: f"protocol {p}: {NMSE_PROTOCOLS[p]}; normalisation {n}: "
+                               f"{NMSE_NORMALISATIONS[n]}" for (p, n), col in NMSE_COLUMNS.items()}
     #: the ILEA567.DAT file (``rfl.data.school.fetch_ilea``), read by ``generate``
     raw_inputs = ("school",)
     params_schema = {
@@ -568,4 +687,6 @@ class SchoolMultitask(MultitaskFeatures):
         return super().from_arrays(arrays, params, **kwargs)
 
     def extra_metrics(self, x):
-        return {"test_nmse": self.test_nmse(x)}
+        """The test NMSE under each evaluation protocol and normalisation (``NMSE_COLUMNS``),
+        all from the same iterate."""
+        return self.test_nmse_all(x)

@@ -18,7 +18,8 @@ mean over the last ``tail`` fraction of rounds of the seed-mean curve E||theta_t
 their relative error, SCAFFLSA's error at the last round, and the factor by which SCAFFLSA
 lowers FedLSA's error (plateau / SCAFFLSA's last value). ``window_ratio`` (curve at the start
 of the tail window / curve at the last round) says whether a curve has levelled off (~1) or is
-still decreasing (> 1); ``initial`` is E||theta_0 - theta*||^2. With H = 1 the bias is exactly 0 (sum_c eta A_bar_c (theta*_c - theta*)
+still decreasing (> 1); ``scafflsa_rate`` is SCAFFLSA's per-round factor over the second half
+of the rounds (``tail_rate``, ``RATE_WINDOW``); ``initial`` is E||theta_0 - theta*||^2. With H = 1 the bias is exactly 0 (sum_c eta A_bar_c (theta*_c - theta*)
 = eta (b_bar - A_bar theta*) = 0), so no relative error is formed.
 """
 
@@ -43,6 +44,7 @@ from .tables import write_markdown  # noqa: E402
 FEDLSA, SCAFFLSA = "fedavg", "scafflsa"
 FLOOR = 1e-20        # values below (round-off of ||theta*||^2 ~ 1e2..1e3) are drawn at the floor
 KEY = ["setting", "N", "eta", "H"]
+RATE_WINDOW = 0.5    # SCAFFLSA's per-round factor is measured over the second half of the rounds
 
 
 def collect(tables) -> list[dict]:
@@ -63,6 +65,8 @@ def collect(tables) -> list[dict]:
                          "seed": sp["seed"], "oracle": params.get("oracle", "pool"),
                          "batch_size": int(alg["batch_size"]), "status": meta["status"],
                          "predicted": float(pred.get("fedlsa_bias_sq", np.nan)),
+                         "sigma_sq": (0.0 if params.get("oracle", "pool") == "exact"
+                                      else float(pred.get("sigma_star_sq", np.nan))),
                          "table": table})
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise io.RunTableError(f"{io.run_meta_path(path)}: the FedLSA study needs the spec's "
@@ -79,13 +83,54 @@ def mean_curve(tables: list[pd.DataFrame]) -> pd.Series:
     return wide.mean(axis=1, skipna=False).replace(np.nan, np.inf)
 
 
+def predicted_plateau(bias_sq: float, eta: float, sigma_sq: float, N: int, B: int) -> float:
+    """FedLSA's predicted plateau of E||theta_t - theta*||^2 with a stochastic oracle of B
+    transitions per local step: ||theta_inf^bias||^2 + eta sigma*^2 / (N B) (Mangold et al.:
+    the variance term eta sigma*^2 / N per transition, up to a constant of the step-size
+    condition; averaging B transitions divides the noise covariance by B). sigma*^2 is the
+    noise variance at theta* (trace of the covariance of A(Z) theta* - b(Z)); NaN without it.
+    With the exact oracle (no noise) pass sigma_sq = 0: the plateau is the bias alone."""
+    if not all(np.isfinite(v) for v in (bias_sq, eta, sigma_sq)) or N < 1 or B < 1:
+        return np.nan
+    return float(bias_sq + eta * sigma_sq / (N * B))
+
+
+def window_length(curve: pd.Series, tail: float) -> int:
+    """Rounds in the plateau window: the last ``tail`` fraction, at least two (so that the
+    ratio says something)."""
+    return min(len(curve), max(2, int(round(tail * (len(curve) - 1)))))
+
+
 def plateau(curve: pd.Series, tail: float) -> tuple[float, float]:
-    """(mean of the last ``tail`` fraction of rounds (at least two, so that the ratio says
-    something), curve at the start of that window / curve at the last round)."""
-    n = min(len(curve), max(2, int(round(tail * (len(curve) - 1)))))
+    """(mean of the last ``tail`` fraction of rounds (``window_length``), curve at the start of
+    that window / curve at the last round)."""
+    n = window_length(curve, tail)
     window = curve.iloc[-n:]
     last = float(curve.iloc[-1])
     return float(window.mean()), float(window.iloc[0] / last) if last > 0 else np.nan
+
+
+def tail_rate(curve: pd.Series, tail: float) -> float:
+    """Per-round factor of the curve over the plateau window (geometric mean: (last / first of
+    the window)^(1 / (rounds between them))); < 1 while it still decreases, NaN without two
+    positive finite values."""
+    n = window_length(curve, tail)
+    first, last = float(curve.iloc[-n]), float(curve.iloc[-1])
+    if n < 2 or not (first > 0 and last > 0 and np.isfinite(first) and np.isfinite(last)):
+        return np.nan
+    return (last / first) ** (1.0 / (n - 1))
+
+
+def rounds_to_reach(last: float, rate: float, target: float) -> float:
+    """Further rounds for a curve at ``last`` that keeps falling by ``rate`` per round to reach
+    ``target``: 0 if it is there, inf if it does not fall (rate >= 1), NaN without a rate."""
+    if not (np.isfinite(rate) and np.isfinite(last) and np.isfinite(target)):
+        return np.nan
+    if last <= target:
+        return 0.0
+    if rate >= 1:
+        return np.inf
+    return float(np.ceil(np.log(target / last) / np.log(rate)))
 
 
 def _groups(runs):
@@ -107,14 +152,21 @@ def summary(runs: list[dict], tail: float) -> pd.DataFrame:
             rs = by_method.get(method, [])
             if not rs:
                 row.update({f"{col}_plateau": np.nan, f"{col}_last": np.nan,
-                            f"{col}_window_ratio": np.nan, f"{col}_seeds": 0})
+                            f"{col}_window_ratio": np.nan, f"{col}_seeds": 0, f"{col}_rate": np.nan})
                 continue
             curve = mean_curve([r["table"] for r in rs])
             level, ratio = plateau(curve, tail)
             row.update({f"{col}_plateau": level, f"{col}_last": float(curve.iloc[-1]),
-                        f"{col}_window_ratio": ratio, f"{col}_seeds": len(rs)})
+                        f"{col}_window_ratio": ratio, f"{col}_seeds": len(rs),
+                        f"{col}_rate": tail_rate(curve, RATE_WINDOW)})
             row.setdefault("rounds", int(curve.index[-1]))
             row.setdefault("initial", float(curve.iloc[0]))     # FedLSA's (same x_0 per seed)
+        sig = [r["sigma_sq"] for rs in by_method.values() for r in rs]
+        row["predicted_plateau"] = predicted_plateau(row["predicted_bias_sq"], row["eta"],
+                                                     float(np.max(sig)) if sig else np.nan,
+                                                     row["N"], row["batch_size"])
+        row["plateau_ratio"] = (row["fedlsa_plateau"] / row["predicted_plateau"]
+                                if row["predicted_plateau"] > 0 else np.nan)
         pred = row["predicted_bias_sq"]
         row["rel_error"] = (abs(row["fedlsa_plateau"] - pred) / pred
                             if row["H"] > 1 and pred > 0 else np.nan)
@@ -123,7 +175,7 @@ def summary(runs: list[dict], tail: float) -> pd.DataFrame:
         rows.append(row)
     cols = KEY + ["oracle", "batch_size", "rounds", "initial", "predicted_bias_sq", "fedlsa_plateau", "rel_error",
                   "fedlsa_window_ratio", "scafflsa_last", "scafflsa_window_ratio", "scafflsa_factor",
-                  "fedlsa_seeds", "scafflsa_seeds"]
+                  "fedlsa_seeds", "scafflsa_seeds", "scafflsa_rate", "predicted_plateau", "plateau_ratio"]
     return pd.DataFrame(rows, columns=cols)
 
 

@@ -16,6 +16,7 @@ import pandas as pd
 
 from rfl import io
 
+from . import partial
 from .figures import _column, load_runs, method_label, summarise
 
 REPRODUCED, PARTLY, NOT = "reproduced", "partly reproduced", "not reproduced"
@@ -284,6 +285,8 @@ def figure1_section(rep: Report, spec: dict, row: dict) -> None:
             rows.append({"K": str(K), "RFedAGS last": float(g.iloc[-1]), "RFedAvg last": float(a.iloc[-1]),
                          "max |log ratio| over rounds": rel})
         rep.table(pd.DataFrame(rows))
+        for K in common:
+            notes += partial.avg_vs_ags(K, median_curve(avg[K]), fixed_curves[K])
         _notes(rep, notes)
         rep.verdict(f"Fig. 1 {label}", "RFedAGS ~ RFedAvg", _verdict(ok, len(rows), missing),
                     "the median curves stay within a factor 2 of each other at every round")
@@ -335,81 +338,11 @@ def faster_in_k(rates: list[float]) -> str:
     return PARTLY if rates[-1] < rates[0] else NOT
 
 
-SCHOOL_GAP = 0.05       # "comparable": best RFedAGS NMSE within 5% (relative) of the best centralised
-SCHOOL_AVG_TOL = 0.005  # "very close": RFedAvg and RFedAGS K = 1 mean NMSEs within 0.005
-TABLE2_TOL = 0.02       # a Table 2 cell agrees with the paper within 0.02 (absolute NMSE)
-
-
-def school_gap(fed: float, cent: float) -> float:
-    """(fed - cent) / cent: how much worse (> 0) the best federated NMSE is, relative to the best
-    centralised one; NaN if either is missing or the centralised one is not positive."""
-    if not (np.isfinite(fed) and np.isfinite(cent)) or cent <= 0:
-        return np.nan
-    return (fed - cent) / cent
-
-
 def school_section(rep: Report, spec: dict) -> None:
-    t2 = spec["config"].get("tables", {}).get("table2")
-    path = Path(spec["tables"]["table2"])
-    if not t2 or not path.exists():
-        return
-    table = io.read_table(path)
-    rep.add("## Figure 3 and Table 2, School data", "",
-            "Best test NMSE over 100 rounds (mean over random 80/20 splits), beside the paper's.", "")
-    show = table[["r", "method", "nmse_mean", "nmse_std", "round_mean", "paper_nmse", "paper_round",
-                  "difference"]].copy()
-    show["r"] = show["r"].astype(str)
-    rep.table(show)
-    # comparable to centralised methods
-    ok, n, missing, rows = 0, 0, 0, []
-    for r, sub in table.groupby("r"):
-        cent = sub[sub["method"].isin(["RSD", "RCG", "RLBFGS"])]["nmse_mean"].min()
-        fed = sub[sub["method"].str.startswith("RFedAGS")]["nmse_mean"].min()
-        rel = school_gap(fed, cent)
-        n += 1
-        ok += rel <= SCHOOL_GAP
-        missing += bool(np.isnan(rel))
-        rows.append({"r": str(r), "best RFedAGS": fed, "best centralised": cent, "relative gap": rel})
-    rep.add("### Claim: RFedAGS is comparable to the centralised RSD, RCG and RLBFGS", "")
-    _rows_table(rep, rows)
-    rep.verdict("Fig. 3 / Table 2", "RFedAGS comparable to centralised", _verdict(ok, n, missing),
-                "the best RFedAGS NMSE is within 5% (relative) of the best centralised NMSE, for every r"
-                " (an r without a finite NMSE on both sides has insufficient data)")
-    # RFedAvg ~ RFedAGS K=1
-    ok, n, missing, rows = 0, 0, 0, []
-    for r, sub in table.groupby("r"):
-        a = sub[sub["method"] == "RFedAvg"]["nmse_mean"]
-        g = sub[sub["method"] == "RFedAGS-K=1"]["nmse_mean"]
-        if len(a) and len(g):
-            n += 1
-            d = abs(float(a.iloc[0]) - float(g.iloc[0]))
-            ok += d <= SCHOOL_AVG_TOL
-            missing += bool(np.isnan(d))
-            rows.append({"r": str(r), "RFedAvg": float(a.iloc[0]), "RFedAGS-K=1": float(g.iloc[0]), "|difference|": d})
-    if n:
-        rep.add("### Claim: RFedAvg performs very close to RFedAGS with K = 1", "")
-        rep.table(pd.DataFrame(rows))
-        rep.verdict("Fig. 3 / Table 2", "RFedAvg ~ RFedAGS K=1", _verdict(ok, n, missing),
-                    "the mean best NMSEs differ by at most 0.005, for every r")
-    # the numbers themselves
-    known = table.dropna(subset=["paper_nmse"])
-    if known.empty:
-        rep.add("### Claim: the numbers of Table 2", "",
-                "The paper reports no value for the subspace dimensions run here; no comparison.", "")
-        return
-    diff = known["difference"].abs()
-    within = (diff <= TABLE2_TOL).sum()
-    rep.add("### Claim: the numbers of Table 2", "")
-    if diff.notna().any():
-        rep.add(f"{within} of {len(known)} cells are within 0.02 of the paper's value; the largest "
-                f"difference is {diff.max():.3f} "
-                f"({known.loc[diff.idxmax(), 'method']}, "
-                f"r = {known.loc[diff.idxmax(), 'r']}).", "")
-    if diff.isna().any():
-        rep.add(f"{int(diff.isna().sum())} of {len(known)} cells have no measured NMSE "
-                "(insufficient data for them).", "")
-    rep.verdict("Table 2", "published NMSE values", _verdict(int(within), len(known), int(diff.isna().sum())),
-                "every cell within 0.02 (absolute NMSE) of the paper's value")
+    """Figure 3 / Table 2, per evaluation protocol (``rfl.reporting.school``)."""
+    from . import school
+
+    school.school_section(rep, spec)
 
 
 def kpca_section(rep: Report, spec: dict) -> None:
@@ -556,6 +489,7 @@ def lsa_section(rep: Report, spec: dict) -> None:
                       f"{r['scafflsa_factor']:.3g}): no improvement yet")
             rep.add(f"- N = {r['N']}, eta = {r['eta']:g}, H = {r['H']}: FedLSA {r['fedlsa_plateau']:.3g}, "
                     f"SCAFFLSA {r['scafflsa_last']:.3g} after {r['rounds']} rounds{still}: {effect}.")
+            rep.add(*[x for x in (partial.scafflsa_shortfall(r, LSA_FACTOR),) if x])
         rep.add("")
         # a factor needs both curves: FedLSA's plateau finite, SCAFFLSA's last value a number
         judged = np.isfinite(het["fedlsa_plateau"]) & het["scafflsa_last"].notna()

@@ -12,7 +12,7 @@ import pandas as pd
 
 from rfl import io
 
-from .figures import load_runs, method_label
+from .figures import load_runs, method_key, method_label
 
 
 def _fmt(v) -> str:
@@ -75,53 +75,161 @@ PAPER_NAMES.update({("rfedavg", 1): "RFedAvg", ("rsd", None): "RSD", ("rcg", Non
                     ("rlbfgs", None): "RLBFGS"})
 
 
-def best_nmse(tables) -> pd.DataFrame:
-    """Per run: the lowest test NMSE over rounds and the first round where it is reached (NaN
-    for a run without a row of status ok that has a test NMSE)."""
+#: the evaluation protocols and normalisations of the School test NMSE (the run-table column
+#: of each: ``rfl.problems.multitask.NMSE_COLUMNS``); the paper's NMSE is the pooled one
+PROTOCOLS = ("heldout", "refit_on_test")
+NORMALISATIONS = ("pooled", "task_mean")
+
+
+def nmse_column(protocol: str, normalisation: str = "pooled") -> str:
+    from rfl.problems.multitask import nmse_column as column
+
+    return column(protocol, normalisation)
+
+
+def best_nmse(tables, column: str = "test_nmse") -> pd.DataFrame:
+    """Per run: the lowest value of ``column`` (a test NMSE) over rounds and the first round
+    where it is reached (NaN for a run without a row of status ok that has a value)."""
     rows = []
     for t in tables:
-        ok = t[(t["status"] == "ok") & t["test_nmse"].notna()]
+        if column not in t:
+            raise ValueError(f"a School run table has no column {column!r}: it was written before "
+                             f"that protocol was recorded; rerun its experiment")
+        ok = t[(t["status"] == "ok") & t[column].notna()]
         if ok.empty:
             rows.append({"nmse": np.nan, "round": np.nan})
             continue
-        i = ok["test_nmse"].idxmin()
-        rows.append({"nmse": ok.loc[i, "test_nmse"], "round": int(ok.loc[i, "round"])})
+        i = ok[column].idxmin()
+        rows.append({"nmse": ok.loc[i, column], "round": int(ok.loc[i, "round"])})
     return pd.DataFrame(rows, columns=["nmse", "round"])
 
 
+def _stats(best: pd.DataFrame) -> dict:
+    """mean and std (ddof 1) over splits of the best NMSE and its round; a split without a
+    measurement makes the mean NaN rather than being left out."""
+    n = len(best)
+    return {"nmse_mean": best["nmse"].mean(skipna=False),
+            "nmse_std": best["nmse"].std(ddof=1) if n > 1 else np.nan,
+            "round_mean": best["round"].mean(skipna=False),
+            "round_std": best["round"].std(ddof=1) if n > 1 else np.nan, "n_splits": n}
+
+
+def _pm(m, s, digits=3) -> str:
+    if not np.isfinite(m):
+        return "-"
+    return f"{m:.{digits}f} ± {s:.{digits}f}" if np.isfinite(s) else f"{m:.{digits}f}"
+
+
 def table2(spec: dict, out_csv, tables) -> pd.DataFrame:
-    """Best test NMSE (mean +- std over splits) per method and r, beside the paper's Table 2."""
+    """Best test NMSE (mean +- std over splits) per method, r, evaluation protocol and
+    normalisation, beside the paper's Table 2 (spec: ``experiments`` {r: experiment},
+    ``paper``, optional ``protocols`` and ``normalisations``, default all). Every
+    (protocol, normalisation) is a column of the same runs. With ``sensitivity`` (a list of
+    experiments) the step-size study is written beside it (``table2_sensitivity``)."""
     by_experiment = {}
     for path in tables:
         by_experiment.setdefault(Path(path).parent.name, []).append(path)
     paper = spec["paper"]
+    protocols = spec.get("protocols", list(PROTOCOLS))
+    normalisations = spec.get("normalisations", list(NORMALISATIONS))
     rows = []
     for r, experiment in spec["experiments"].items():
         groups = load_runs(by_experiment.get(experiment, []))
-        for key, runs in groups.items():
-            name = PAPER_NAMES.get((key[0], key[1]), method_label(key))
-            best = best_nmse(runs)
-            p_nmse = p_round = np.nan
+        for protocol in protocols:
+            for norm in normalisations:
+                column = nmse_column(protocol, norm)
+                for key, runs in groups.items():
+                    name = PAPER_NAMES.get((key[0], key[1]), method_label(key))
+                    st = _stats(best_nmse(runs, column))
+                    p_nmse = p_round = np.nan
+                    if str(r) in paper and name in paper["methods"]:
+                        j = paper["methods"].index(name)
+                        p_nmse, p_round = paper[str(r)]["nmse"][j], paper[str(r)]["round"][j]
+                    rows.append({"r": int(r), "method": name, "protocol": protocol,
+                                 "normalisation": norm, "column": column, **st,
+                                 "paper_nmse": p_nmse, "paper_round": p_round,
+                                 "difference": st["nmse_mean"] - p_nmse})
+    tidy = pd.DataFrame(rows, columns=["r", "method", "protocol", "normalisation", "column",
+                                       "nmse_mean", "nmse_std", "round_mean", "round_std",
+                                       "n_splits", "paper_nmse", "paper_round", "difference"])
+    write_all(out_csv, tidy, _table2_display(tidy),
+              "Best test NMSE on the School data (mean ± std over random 80/20 splits) and the "
+              "round where it is reached, per evaluation protocol (heldout: w fitted on the "
+              "training rows; refit_on_test: w solved on the test rows, as in the authors' code) "
+              "and normalisation (pooled: the paper's NMSE; task mean: mean of per-task MSEs over "
+              "the pooled variance), beside the paper's Table 2.")
+    if spec.get("sensitivity"):
+        sensitivity(spec, Path(out_csv).with_name("table2_sensitivity.csv"),
+                    [t for e in spec["sensitivity"] for t in by_experiment.get(e, [])])
+    return tidy
+
+
+def _table2_display(tidy: pd.DataFrame) -> pd.DataFrame:
+    """One row per (r, method, protocol); per normalisation: best NMSE, its round, and the
+    difference to the paper's value."""
+    out = []
+    for (r, method, protocol), sub in tidy.groupby(["r", "method", "protocol"], sort=False):
+        row = {"r": r, "method": method, "protocol": protocol}
+        for _, x in sub.iterrows():
+            tag = "pooled" if x["normalisation"] == "pooled" else "task mean"
+            row[f"NMSE, {tag}"] = _pm(x["nmse_mean"], x["nmse_std"])
+            row[f"round, {tag}"] = _pm(x["round_mean"], x["round_std"], 0)
+            row[f"- paper, {tag}"] = f"{x['difference']:+.3f}" if np.isfinite(x["difference"]) else "-"
+        first = sub.iloc[0]
+        row["paper"] = _fmt(first["paper_nmse"])
+        row["paper round"] = _fmt(first["paper_round"])
+        row["splits"] = first["n_splits"]
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+def sensitivity(spec: dict, out_csv, tables) -> pd.DataFrame:
+    """Best test NMSE of each (r, step alpha, method) of the step-size study, per protocol
+    (pooled normalisation), from the runs' metadata (r: dataset params; alpha: fixed step;
+    runs without a fixed step, the centralised solvers, are left out);
+    ``K1_minus_K10``: the gap between RFedAGS K = 1 and K = 10 at the same r, alpha and
+    protocol, and the paper's gap beside it."""
+    paper = spec["paper"]
+    protocols = spec.get("protocols", list(PROTOCOLS))
+    groups: dict[tuple, list] = {}
+    for path in tables:
+        table, meta = io.read_run_table(path)
+        run = meta["spec"]
+        if (run.get("step") or {}).get("rule") != "fixed":
+            continue                     # centralised solvers of the same experiments: no step
+        key = (int(run["dataset"]["params"]["r"]), float(run["step"]["alpha"]),
+               PAPER_NAMES.get((run["algorithm"]["name"], run["algorithm"].get("K")),
+                               method_label(method_key(run["algorithm"]))))
+        groups.setdefault(key, []).append(table)
+    rows = []
+    for (r, alpha, name), runs in sorted(groups.items()):
+        for protocol in protocols:
+            st = _stats(best_nmse(runs, nmse_column(protocol)))
+            p = np.nan
             if str(r) in paper and name in paper["methods"]:
-                j = paper["methods"].index(name)
-                p_nmse, p_round = paper[str(r)]["nmse"][j], paper[str(r)]["round"][j]
-            # a split without a measurement makes the mean NaN rather than being left out
-            rows.append({"r": int(r), "method": name, "nmse_mean": best["nmse"].mean(skipna=False),
-                         "nmse_std": best["nmse"].std(ddof=1) if len(best) > 1 else np.nan,
-                         "round_mean": best["round"].mean(skipna=False),
-                         "round_std": best["round"].std(ddof=1) if len(best) > 1 else np.nan,
-                         "n_splits": len(best), "paper_nmse": p_nmse, "paper_round": p_round,
-                         "difference": best["nmse"].mean(skipna=False) - p_nmse})
-    tidy = pd.DataFrame(rows)
+                p = paper[str(r)]["nmse"][paper["methods"].index(name)]
+            rows.append({"r": r, "alpha": alpha, "method": name, "protocol": protocol, **st,
+                         "paper_nmse": p})
+    tidy = pd.DataFrame(rows, columns=["r", "alpha", "method", "protocol", "nmse_mean", "nmse_std",
+                                       "round_mean", "round_std", "n_splits", "paper_nmse"])
+    gaps = []
+    for (r, alpha, protocol), sub in tidy.groupby(["r", "alpha", "protocol"]):
+        by = sub.set_index("method")
+        if {"RFedAGS-K=1", "RFedAGS-K=10"} <= set(by.index):
+            gaps.append({"r": r, "alpha": alpha, "protocol": protocol,
+                         "K1_minus_K10": by.loc["RFedAGS-K=1", "nmse_mean"] - by.loc["RFedAGS-K=10", "nmse_mean"],
+                         "paper_K1_minus_K10": by.loc["RFedAGS-K=1", "paper_nmse"] - by.loc["RFedAGS-K=10", "paper_nmse"]})
+    gaps = pd.DataFrame(gaps, columns=["r", "alpha", "protocol", "K1_minus_K10", "paper_K1_minus_K10"])
+    tidy = tidy.merge(gaps, on=["r", "alpha", "protocol"], how="left")
     display = pd.DataFrame({
-        "r": tidy["r"], "method": tidy["method"],
-        "best test NMSE (ours)": [f"{m:.3f} ± {s:.3f}" for m, s in zip(tidy["nmse_mean"], tidy["nmse_std"])],
-        "round (ours)": [f"{m:.0f} ± {s:.0f}" for m, s in zip(tidy["round_mean"], tidy["round_std"])],
+        "r": tidy["r"], "alpha": [f"{a:.2g}" for a in tidy["alpha"]], "method": tidy["method"],
+        "protocol": tidy["protocol"],
+        "best NMSE": [_pm(m, s) for m, s in zip(tidy["nmse_mean"], tidy["nmse_std"])],
+        "round": [_pm(m, s, 0) for m, s in zip(tidy["round_mean"], tidy["round_std"])],
+        "K=1 - K=10": [f"{v:+.3f}" if np.isfinite(v) else "-" for v in tidy["K1_minus_K10"]],
         "paper": [_fmt(v) for v in tidy["paper_nmse"]],
-        "paper round": [_fmt(v) for v in tidy["paper_round"]],
-        "ours - paper": [f"{v:+.3f}" for v in tidy["difference"]],
-        "splits": tidy["n_splits"],
-    })
-    write_all(out_csv, tidy, display, "Best test NMSE on the School data (mean ± std over random "
-              "80/20 splits) and the round where it is reached, beside the paper's Table 2.")
+        "paper K=1 - K=10": [f"{v:+.3f}" if np.isfinite(v) else "-" for v in tidy["paper_K1_minus_K10"]],
+        "splits": tidy["n_splits"]})
+    io.write_table(out_csv, tidy)
+    write_markdown(Path(out_csv).with_suffix(".md"), display)
     return tidy

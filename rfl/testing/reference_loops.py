@@ -283,19 +283,26 @@ def rfedavg_loop(problem, x1, step_size, K, rounds, sampler, ops=None):
 
 
 @reference_loop("rfedsvrg")
-def rfedsvrg_loop(problem, x1, step_size, K, rounds, sampler, ops=None):
-    """Li & Ma Algorithm 1."""
+def rfedsvrg_loop(problem, x1, step_size, K, rounds, sampler, ops=None, correction="all_agents"):
+    """Li & Ma Algorithm 1. ``correction``: "all_agents" (grad f(x_t) = sum_i p_i grad f_i(x_t)
+    over all S agents, p_i = N_i / sum N) or "participants" (the mean over the round's agents
+    with the sampler's weights)."""
     ops = ops or single_point_ops(problem.manifold)
     xs = [x1]
     x_t = x1
+    S = len(problem.local_sizes)
+    p = np.asarray(problem.local_sizes, dtype=float) / np.sum(problem.local_sizes)
     for t in range(rounds):
         agents = sampler.participants()
         alpha = step_size(t)
         w = sampler.weights(problem.local_sizes, agents)
-        # agents send grad f_j(x_t); the server broadcasts grad f(x_t) = sum_j p_j grad f_j(x_t)
+        senders = range(S) if correction == "all_agents" else agents
         g_loc = {j: ops.euclidean_to_riemannian_gradient(x_t, problem.local_egrad(x_t[None], np.array([j]))[0])
-                 for j in agents}
-        g_glob = sum(w[row] * g_loc[j] for row, j in enumerate(agents))
+                 for j in senders}
+        if correction == "all_agents":
+            g_glob = sum(p[j] * g_loc[j] for j in range(S))
+        else:
+            g_glob = sum(w[row] * g_loc[j] for row, j in enumerate(agents))
         x = {j: x_t.copy() for j in agents}
         for k in range(K):
             batches = sampler.batches(agents)

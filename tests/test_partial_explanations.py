@@ -1,0 +1,70 @@
+"""The measured explanations beside partly reproduced claims (rfl/reporting/partial.py) and the
+quantities they rest on (rfl/reporting/lsa.py: tail_rate, rounds_to_reach), on curves whose
+answers are known by construction."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from rfl.reporting import lsa, partial
+
+
+def _curve(start, q, level, T):
+    """start * q^t until it reaches ``level``, then flat at ``level``: rounds 0..T."""
+    return pd.Series(np.maximum(start * q ** np.arange(T + 1), level), index=np.arange(T + 1))
+
+
+def test_avg_vs_ags_locates_the_split_and_the_levels():
+    """Same transient (x0.5 per round from 1), RFedAGS flat at 4e-6 from round 18, RFedAvg
+    flat at 6e-7 from round 21: within a factor 2 up to round 18 (ratio 4e-6/2^-19 = 2.10 at
+    19), largest ratio 6.67 at rounds >= 21; both levelled off."""
+    ags, avg = _curve(1.0, 0.5, 4e-6, 200), _curve(1.0, 0.5, 6e-7, 200)
+    lines = partial.avg_vs_ags(10, avg, ags)
+    text = "\n".join(lines)
+    assert lines[0].startswith("- K = 10: the curves stay within a factor 2 up to round 18 ")
+    assert "from round 19 on they part, and the ratio furthest from 1, 6.67, is at round 21." in text
+    assert "RFedAGS 4.00e-06, RFedAvg 6.00e-07 (ratio 6.67)" in text
+    assert "Both have levelled off at different levels" in text
+    assert partial.avg_vs_ags(1, avg, avg) == []            # identical curves never part
+
+
+def test_avg_vs_ags_says_when_a_curve_still_moves():
+    ags = _curve(1.0, 0.5, 4e-6, 100)
+    avg = pd.Series(0.5 ** np.arange(101) + 0.0, index=np.arange(101))   # keeps falling
+    assert "still vary by more than that" in "\n".join(partial.avg_vs_ags(10, avg, ags))
+
+
+def test_avg_vs_ags_same_level_with_round_to_round_noise():
+    """Both flat at 3e-6 from round 30 but alternating x3 / x(1/3) in opposite phase from round
+    90 on: same median level, per-round ratio up to 9: the rule fails on the variation."""
+    T = 100
+    ags, avg = _curve(1.0, 0.5, 3e-6, T), _curve(1.0, 0.5, 3e-6, T)
+    wiggle = np.where(np.arange(T + 1) % 2, 3.0, 1 / 3.0)
+    ags[90:] *= wiggle[90:]
+    avg[90:] /= wiggle[90:]
+    text = "\n".join(partial.avg_vs_ags(10, avg, ags))
+    assert "up to round 89" in text and "the ratio furthest from 1, 0.111, is at round 90." in text
+    assert "per-round ratio lies between 0.111 and 9" in text
+    assert "same level within a factor 2; the rule fails on the round-to-round variation" in text
+
+
+def test_tail_rate_and_rounds_to_reach():
+    c = pd.Series(100.0 * 0.9 ** np.arange(21), index=np.arange(21))
+    assert lsa.tail_rate(c, 0.1) == pytest.approx(0.9, rel=1e-12)        # window: 2 rounds
+    assert lsa.tail_rate(c, 0.5) == pytest.approx(0.9, rel=1e-12)
+    assert lsa.rounds_to_reach(1.0, 0.9, 0.5) == np.ceil(np.log(0.5) / np.log(0.9))   # 7
+    assert lsa.rounds_to_reach(0.4, 0.9, 0.5) == 0
+    assert lsa.rounds_to_reach(1.0, 1.0, 0.5) == np.inf
+    assert np.isnan(lsa.rounds_to_reach(1.0, np.nan, 0.5))
+
+
+def test_scafflsa_shortfall_counts_the_rounds_still_needed():
+    row = {"scafflsa_factor": 10.0, "scafflsa_rate": 0.5, "fedlsa_plateau": 1.0,
+           "scafflsa_last": 0.1, "rounds": 12}
+    text = partial.scafflsa_shortfall(row, 100.0)
+    # 0.1 * 0.5^n <= 0.01 -> n = ceil(log(0.1)/log(0.5)) = 4
+    assert "FedLSA's plateau / 100 = 0.01" in text and "about 4 more rounds (16 in all, against 12 run)" in text
+    assert "still converging" in text
+    assert "too slowly at this H" in partial.scafflsa_shortfall({**row, "scafflsa_rate": 0.999}, 100.0)
+    assert "out of reach" in partial.scafflsa_shortfall({**row, "scafflsa_rate": 1.01}, 100.0)
+    assert partial.scafflsa_shortfall({**row, "scafflsa_factor": 200.0}, 100.0) is None
