@@ -472,7 +472,8 @@ def _path_error(key: str, value: str) -> str | None:
 def _path_errors(config: dict) -> list[str]:
     msgs = []
     for key, value in (("output_dir", config.get("output_dir", "")),
-                       ("school.cache_dir", config.get("school", {}).get("cache_dir", ""))):
+                       ("school.cache_dir", config.get("school", {}).get("cache_dir", "")),
+                       ("anchors.cache_dir", config.get("anchors", {}).get("cache_dir", ""))):
         why = _path_error(key, value)
         if why:
             msgs.append(why)
@@ -496,6 +497,9 @@ def validate(config: dict, schema_path: str | Path = SCHEMA_PATH) -> dict:
     school = config.setdefault("school", {})
     school.setdefault("mirror", None)
     school.setdefault("cache_dir", "datasets/school")
+    anchors = config.setdefault("anchors", {})
+    anchors.setdefault("mirror", None)
+    anchors.setdefault("cache_dir", "datasets/anchors")
     for ds in config["datasets"].values():
         ds.setdefault("resample", False)
         ref = ds.setdefault("reference", {})

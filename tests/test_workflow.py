@@ -123,7 +123,8 @@ def test_specs_hold_every_job_of_the_config(plan):
     assert tables == {"table1.json", "table2.json", "reproduction.json", "heterogeneity.json", "lsa.json"}
     assert specs[".smoke/results/specs/tables/lsa.json"]["settings"] == ["heterogeneous", "homogeneous"]
     assert specs[".smoke/results/specs/school.json"] == SMOKE["school"]
-    assert len(specs) == 1 + len(rflconfig.dataset_instances(SMOKE)) + len(runs) + len(SMOKE["figures"]) + 5
+    assert specs[".smoke/results/specs/anchors.json"] == SMOKE["anchors"]
+    assert len(specs) == 2 + len(rflconfig.dataset_instances(SMOKE)) + len(runs) + len(SMOKE["figures"]) + 5
 
 
 def test_alternatives_match_exactly_the_names():
