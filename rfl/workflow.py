@@ -76,6 +76,8 @@ class Plan:
         self.raw_files = {"school": self.school_raw}
         self.anchors_dir = config["anchors"]["cache_dir"].rstrip("/") + "/"
         self.raw_files.update({name: self.anchors_dir + src.subpath for name, src in SOURCES.items()})
+        #: output pattern of the pinned-source rule
+        self.anchors_raw = self.anchors_dir + "{subpath}"
         # one FedLSA/SCAFFLSA figure per setting (homogeneous, heterogeneous) of the study's datasets
         self.lsa_settings = sorted({config["datasets"][self.experiments[e]["dataset"]]["params"]["setting"]
                                     for e in (self.lsa or {}).get("experiments", [])})

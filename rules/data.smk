@@ -61,7 +61,7 @@ rule anchors_raw:
     input:
         PLAN.spec("anchors"),
     output:
-        PLAN.anchors_dir + "{subpath}",
+        PLAN.anchors_raw,
     wildcard_constraints:
         subpath=PLAN.source_subpaths(),
     params:
