@@ -544,7 +544,10 @@ def dataset_spec(config: dict, name: str, instance: str) -> dict:
     ds = copy.deepcopy(config["datasets"][name])
     spec = {"name": name, "instance": instance, **ds}
     for raw in PROBLEMS[ds["problem"]].raw_inputs:     # where the raw files come from
-        spec[raw] = copy.deepcopy(config[raw])
+        if raw in config:
+            spec[raw] = copy.deepcopy(config[raw])
+        else:                                           # a pinned source (rfl/data/sources.py)
+            spec["anchors"] = copy.deepcopy(config["anchors"])
     return spec
 
 
