@@ -596,6 +596,8 @@ def write_report(spec: dict, out_md) -> None:
     kpca_section(rep, spec)
     heterogeneity_section(rep, spec)
     lsa_section(rep, spec)
+    from .newer_version import newer_version_section
+    newer_version_section(rep, spec)
     head = ["# Reproduction report", "",
             "Written by `rfl reproduction` from the result files of this workflow run; do not edit. "
             "Each claim of the RFedAGS paper is set against what was measured here, with the rule "
