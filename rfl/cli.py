@@ -8,7 +8,7 @@
                                                 several runs in one process (aligned lists)
     rfl figure SPEC OUT.pdf RUN.csv...          draw one experiment (PNG beside the PDF)
     rfl fetch-school SPEC OUT                   School data from a mirror or the pinned URL (sha256)
-    rfl fetch-source SPEC NAME OUT              a pinned data file (rfl/data/sources.py), same way
+    rfl fetch-source SPEC OUT                   the pinned data file stored at OUT (rfl/data/sources.py)
     rfl table1 SPEC OUT.csv                     Table 1 (csv, md, tex) from the config
     rfl table2 SPEC OUT.csv RUN.csv...          Table 2 (csv, md, tex) from School runs
     rfl heterogeneity SPEC OUT.pdf OUT.csv RUN.csv...   the client-drift study (figure + table)
@@ -177,8 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("out")
     p = sub.add_parser("fetch-source", help="fetch and verify a pinned data file")
     p.add_argument("spec", type=_existing)
-    p.add_argument("name", help="the source's name (rfl/data/sources.py SOURCES)")
-    p.add_argument("out")
+    p.add_argument("out", help="CACHE/<subpath> of a source in rfl/data/sources.py")
     p = sub.add_parser("table1", help="write Table 1")
     p.add_argument("spec", type=_existing)
     p.add_argument("out_csv")
@@ -346,11 +345,14 @@ def _main(argv: list[str]) -> int:
             import pooch
 
             from rfl.data.sources import SOURCES, fetch
-            if args.name not in SOURCES:
-                raise SpecError(f"fetch-source: unknown source {args.name!r}; allowed: "
-                                f"{', '.join(SOURCES)}")
+            out = Path(args.out).as_posix()
+            names = [n for n, s in SOURCES.items() if out == s.subpath or out.endswith("/" + s.subpath)]
+            if not names:
+                raise SpecError(f"fetch-source: {args.out} is no pinned source's path; allowed: "
+                                f"<cache>/ followed by one of "
+                                f"{', '.join(s.subpath for s in SOURCES.values())}")
             pooch.get_logger().setLevel("WARNING")
-            fetch(args.name, args.out, mirror=spec.get("mirror"))
+            fetch(names[0], args.out, mirror=spec.get("mirror"))
         elif args.command == "table1":
             from rfl.reporting.tables import table1
             table1(spec, args.out_csv)

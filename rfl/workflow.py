@@ -159,11 +159,6 @@ class Plan:
         import re
         return "|".join(re.escape(s.subpath) for s in SOURCES.values())
 
-    @staticmethod
-    def source_name(wildcards) -> str:
-        """The name of the pinned source stored at ``wildcards.subpath``."""
-        return next(n for n, s in SOURCES.items() if s.subpath == wildcards.subpath)
-
     def seed_files(self, experiment: str, kind: str):
         """Input function: the per-seed files of setting ``{setting}`` of ``experiment``, in the
         experiment's seed order; kind "specs", "data" or "reference"."""

@@ -64,8 +64,6 @@ rule anchors_raw:
         PLAN.anchors_raw,
     wildcard_constraints:
         subpath=PLAN.source_subpaths(),
-    params:
-        name=PLAN.source_name,
     log:
         PLAN.log("anchors_raw/{subpath}"),
     threads: 1
@@ -74,4 +72,4 @@ rule anchors_raw:
     conda:
         ENV
     shell:
-        pinned("rfl fetch-source {input} {params.name} {output} > {log} 2>&1")
+        pinned("rfl fetch-source {input} {output} > {log} 2>&1")

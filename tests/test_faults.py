@@ -699,6 +699,7 @@ COMMANDS = {      # positional arguments of each subcommand, with valid-looking 
     "run": ["{d}/empty.json", "{d}/data.npz", "{d}/ref.npz", "{d}/o.csv", "{d}/o.meta.json"],
     "figure": ["{d}/empty.json", "{d}/o.pdf", "{d}/good.csv"],
     "fetch-school": ["{d}/empty.json", "{d}/ILEA567.DAT"],
+    "fetch-source": ["{d}/empty.json", "{d}/hsp_le/features.xlsx"],
     "table1": ["{d}/empty.json", "{d}/t1.csv"],
     "table2": ["{d}/empty.json", "{d}/t2.csv", "{d}/good.csv"],
     "heterogeneity": ["{d}/empty.json", "{d}/h.pdf", "{d}/h.csv", "{d}/good.csv"],
@@ -749,6 +750,10 @@ def _cases(d: Path):
                                                          str(d / "data.npz"), str(d / "o.npz")]))
     cases.append(("fetch-school", "mirror not a string", ["fetch-school", str(d / "fetch_bad_mirror.json"),
                                                          str(d / "ILEA567.DAT")]))
+    cases.append(("fetch-source", "mirror not a string", ["fetch-source", str(d / "fetch_bad_mirror.json"),
+                                                         str(d / "hsp_le/features.xlsx")]))
+    cases.append(("fetch-source", "not a source's path", ["fetch-source", str(d / "empty.json"),
+                                                         str(d / "features.xlsx")]))
 
     def runs(spec="run_no_dataset.json", data="data.npz", n_out=1, *extra):
         outs = ["o"] + [f"o{i}" for i in range(1, n_out)]     # o.csv, o1.csv, ...

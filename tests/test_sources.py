@@ -109,19 +109,19 @@ def test_the_pinned_sources_match_the_mirror():
 
 
 def test_cli_fetch_source(tmp_path):
-    """`rfl fetch-source SPEC NAME OUT` in a fresh process, offline from the mirror; an unknown
-    name is a one-line error naming the allowed ones."""
+    """`rfl fetch-source SPEC OUT` in a fresh process, offline from the mirror; a path that is
+    no source's is an error naming the allowed ones."""
     mirror = Path(os.environ.get(sources.MIRROR_ENV, ""))
     if not (mirror / sources.SOURCES["mnist_test_labels"].subpath).is_file():
         pytest.skip(f"{sources.MIRROR_ENV} does not hold the MNIST labels")
     spec = tmp_path / "anchors.json"
     spec.write_text(json.dumps({"mirror": str(mirror), "cache_dir": "x"}))
-    out = tmp_path / "c" / "labels.gz"
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
-    done = subprocess.run([sys.executable, "-m", "rfl", "fetch-source", str(spec),
-                           "mnist_test_labels", str(out)], capture_output=True, text=True, env=env)
+    out = tmp_path / "c" / "mnist" / "t10k-labels-idx1-ubyte.gz"
+    done = subprocess.run([sys.executable, "-m", "rfl", "fetch-source", str(spec), str(out)],
+                          capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr
     assert hashlib.sha256(out.read_bytes()).hexdigest() == sources.SOURCES["mnist_test_labels"].sha256
-    bad = subprocess.run([sys.executable, "-m", "rfl", "fetch-source", str(spec), "nope",
-                          str(out)], capture_output=True, text=True, env=env)
-    assert bad.returncode != 0 and "allowed: mnist_test_images" in bad.stderr
+    bad = subprocess.run([sys.executable, "-m", "rfl", "fetch-source", str(spec),
+                          str(tmp_path / "labels.gz")], capture_output=True, text=True, env=env)
+    assert bad.returncode != 0 and "mnist/t10k-images-idx3-ubyte.gz" in bad.stderr
