@@ -66,3 +66,17 @@ def test_check_params():
     assert PCASphere.check_params({"S": 60, "N": 166, "shards": 8})[0][0] == "N"
     assert PCASphere.check_params({"S": 100, "N": 101})[0][0] == "N"
     assert PCASphere.check_params({"S": 60, "N": 160, "shards": 8}) == []
+
+
+def test_rlbfgs_reaches_the_closed_form_optimum():
+    """Upstream's reference is RLBFGS; here the top eigenvector in closed form: both agree."""
+    from rfl.algorithms.rlbfgs import RLBFGS
+
+    images, labels = _files()
+    p = PCASphere.from_arrays(PCASphere.generate(np.random.default_rng(0), images, labels,
+                                                 S=60, N=160, shards=8), {})
+    x_star = p.closed_form_optimum()
+    x, _ = RLBFGS(p, tolerance=1e-8, max_iterations=500).solve(
+        p.initial_point(np.random.default_rng(1)))
+    assert p.distance_to_optimum(x, x_star) < 1e-6
+    assert p.cost(x) - p.cost(x_star) < 1e-9 * abs(p.cost(x_star))
