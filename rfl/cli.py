@@ -8,6 +8,7 @@
                                                 several runs in one process (aligned lists)
     rfl figure SPEC OUT.pdf RUN.csv...          draw one experiment (PNG beside the PDF)
     rfl fetch-school SPEC OUT                   School data from a mirror or the pinned URL (sha256)
+    rfl fetch-source SPEC OUT                   the pinned data file stored at OUT (rfl/data/sources.py)
     rfl table1 SPEC OUT.csv                     Table 1 (csv, md, tex) from the config
     rfl table2 SPEC OUT.csv RUN.csv...          Table 2 (csv, md, tex) from School runs
     rfl heterogeneity SPEC OUT.pdf OUT.csv RUN.csv...   the client-drift study (figure + table)
@@ -80,6 +81,7 @@ _SPEC_KEYS = {
     "run": _RUN,
     "figure": {"title": str},
     "fetch-school": {},
+    "fetch-source": {},
     "table1": {"rows": list},
     "table2": {"experiments": dict, "paper": dict},
     "heterogeneity": {"experiments_by_name": dict, "tail": (int, float)},
@@ -135,7 +137,7 @@ def read_spec(path, command: str) -> dict:
                             f"{', '.join(ALGORITHMS.names())}")
         if ALGORITHMS[name].federated:
             _check_keys(spec, _FEDERATED, str(path))
-    if command == "fetch-school" and not isinstance(spec.get("mirror"), (str, type(None))):
+    if command in ("fetch-school", "fetch-source") and not isinstance(spec.get("mirror"), (str, type(None))):
         raise SpecError(f"{path}: key 'mirror' must be a string or null, "
                         f"got {json.dumps(spec['mirror'])[:60]}")
     return spec
@@ -173,6 +175,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("fetch-school", help="fetch and verify ILEA567.DAT")
     p.add_argument("spec", type=_existing)
     p.add_argument("out")
+    p = sub.add_parser("fetch-source", help="fetch and verify a pinned data file")
+    p.add_argument("spec", type=_existing)
+    p.add_argument("out", help="CACHE/<subpath> of a source in rfl/data/sources.py")
     p = sub.add_parser("table1", help="write Table 1")
     p.add_argument("spec", type=_existing)
     p.add_argument("out_csv")
@@ -221,6 +226,7 @@ _OUTPUTS = {
     "data": (("out",), ()), "reference": (("out",), ()),
     "run": (("out_table", "out_meta"), ()), "runs": (("tables", "metas"), ()),
     "figure": (("out_pdf",), (".png",)), "fetch-school": (("out",), ()),
+    "fetch-source": (("out",), ()),
     "table1": (("out_csv",), (".md", ".tex")), "table2": (("out_csv",), (".md", ".tex")),
     "heterogeneity": (("out_pdf", "out_csv"), (".png", ".md")),
     "lsa": (("out_csv", "figures"), (".png", ".md")), "reproduction": (("out_md",), ()),
@@ -335,6 +341,18 @@ def _main(argv: list[str]) -> int:
             got = fetch_ilea(out.parent, mirror=spec.get("mirror"))
             if got.resolve() != out.resolve():
                 raise RuntimeError(f"fetched {got}, expected {out}")
+        elif args.command == "fetch-source":
+            import pooch
+
+            from rfl.data.sources import SOURCES, fetch
+            out = Path(args.out).as_posix()
+            names = [n for n, s in SOURCES.items() if out == s.subpath or out.endswith("/" + s.subpath)]
+            if not names:
+                raise SpecError(f"fetch-source: {args.out} is no pinned source's path; allowed: "
+                                f"<cache>/ followed by one of "
+                                f"{', '.join(s.subpath for s in SOURCES.values())}")
+            pooch.get_logger().setLevel("WARNING")
+            fetch(names[0], args.out, mirror=spec.get("mirror"))
         elif args.command == "table1":
             from rfl.reporting.tables import table1
             table1(spec, args.out_csv)

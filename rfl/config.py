@@ -492,7 +492,8 @@ def _path_error(key: str, value: str) -> str | None:
 def _path_errors(config: dict) -> list[str]:
     msgs = []
     for key, value in (("output_dir", config.get("output_dir", "")),
-                       ("school.cache_dir", config.get("school", {}).get("cache_dir", ""))):
+                       ("school.cache_dir", config.get("school", {}).get("cache_dir", "")),
+                       ("anchors.cache_dir", config.get("anchors", {}).get("cache_dir", ""))):
         why = _path_error(key, value)
         if why:
             msgs.append(why)
@@ -516,6 +517,9 @@ def validate(config: dict, schema_path: str | Path = SCHEMA_PATH) -> dict:
     school = config.setdefault("school", {})
     school.setdefault("mirror", None)
     school.setdefault("cache_dir", "datasets/school")
+    anchors = config.setdefault("anchors", {})
+    anchors.setdefault("mirror", None)
+    anchors.setdefault("cache_dir", "datasets/anchors")
     for ds in config["datasets"].values():
         ds.setdefault("resample", False)
         ref = ds.setdefault("reference", {})
@@ -562,7 +566,10 @@ def dataset_spec(config: dict, name: str, instance: str) -> dict:
     ds = copy.deepcopy(config["datasets"][name])
     spec = {"name": name, "instance": instance, **ds}
     for raw in PROBLEMS[ds["problem"]].raw_inputs:     # where the raw files come from
-        spec[raw] = copy.deepcopy(config[raw])
+        if raw in config:
+            spec[raw] = copy.deepcopy(config[raw])
+        else:                                           # a pinned source (rfl/data/sources.py)
+            spec["anchors"] = copy.deepcopy(config["anchors"])
     return spec
 
 

@@ -19,6 +19,7 @@ import math
 
 from rfl import config as rflconfig
 from rfl.data.school import ILEA_FILENAME
+from rfl.data.sources import SOURCES
 from rfl.registry import PROBLEMS
 
 # Resources (for cluster executors; locally only threads count): the light steps (specs,
@@ -73,6 +74,10 @@ class Plan:
         self.school_raw = config["school"]["cache_dir"].rstrip("/") + "/" + ILEA_FILENAME
         # raw input name (a problem's ``raw_inputs``) -> the file the workflow fetches for it
         self.raw_files = {"school": self.school_raw}
+        self.anchors_dir = config["anchors"]["cache_dir"].rstrip("/") + "/"
+        self.raw_files.update({name: self.anchors_dir + src.subpath for name, src in SOURCES.items()})
+        #: output pattern of the pinned-source rule
+        self.anchors_raw = self.anchors_dir + "{subpath}"
         # one FedLSA/SCAFFLSA figure per setting (homogeneous, heterogeneous) of the study's datasets
         self.lsa_settings = sorted({config["datasets"][self.experiments[e]["dataset"]]["params"]["setting"]
                                     for e in (self.lsa or {}).get("experiments", [])})
@@ -154,6 +159,12 @@ class Plan:
         problem = self.config["datasets"][wildcards.dataset]["problem"]
         return [self.raw_files[name] for name in raw_inputs_of(problem)]
 
+    def source_subpaths(self) -> str:
+        """Wildcard constraint of ``{subpath}`` in the pinned-source rule: exactly the sources'
+        paths under the cache folder."""
+        import re
+        return "|".join(re.escape(s.subpath) for s in SOURCES.values())
+
     def seed_files(self, experiment: str, kind: str):
         """Input function: the per-seed files of setting ``{setting}`` of ``experiment``, in the
         experiment's seed order; kind "specs", "data" or "reference"."""
@@ -218,7 +229,7 @@ class Plan:
 
     def specs(self) -> dict[str, dict]:
         """Spec path -> content for every job of the config."""
-        specs = {self.spec("school"): self.config["school"]}
+        specs = {self.spec("school"): self.config["school"], self.spec("anchors"): self.config["anchors"]}
         for (name, instance) in rflconfig.dataset_instances(self.config):
             specs[self.spec(f"datasets/{name}/{instance}")] = rflconfig.dataset_spec(self.config, name, instance)
         for (e, r), spec in self.runs.items():

@@ -53,3 +53,23 @@ rule reference:
         ENV
     shell:
         pinned("rfl reference {input.spec} {input.data} {output} > {log} 2>&1")
+
+
+rule anchors_raw:
+    """One pinned data file of the authors' code (rfl/data/sources.py), from the mirror or its
+    URL, sha256-verified."""
+    input:
+        PLAN.spec("anchors"),
+    output:
+        PLAN.anchors_raw,
+    wildcard_constraints:
+        subpath=PLAN.source_subpaths(),
+    log:
+        PLAN.log("anchors_raw/{subpath}"),
+    threads: 1
+    resources:
+        **LIGHT,
+    conda:
+        ENV
+    shell:
+        pinned("rfl fetch-source {input} {output} > {log} 2>&1")

@@ -52,6 +52,7 @@ from hypothesis import strategies as st
 from rfl import config as rflconfig
 from rfl import runner
 from rfl.config import ConfigError
+from rfl.registry import PROBLEMS
 
 REPO = Path(__file__).resolve().parents[1]
 SMOKE_PATH = REPO / "config" / "smoke.yaml"
@@ -378,7 +379,16 @@ class _Data:
         if key not in self.cache:
             i = len(self.cache)
             data, ref = self.dir / f"data{i}.npz", self.dir / f"ref{i}.npz"
-            inputs = [self.school_raw()] if dataset["problem"] == "school" else []
+            cls = PROBLEMS[dataset["problem"]]
+            if dataset["problem"] == "school":
+                inputs = [self.school_raw()]
+            elif cls.raw_inputs:                 # pinned sources: from the mirror, or skip
+                try:
+                    inputs = cls.find_raw_inputs()
+                except FileNotFoundError as exc:
+                    pytest.skip(str(exc))
+            else:
+                inputs = []
             runner.generate_data(dataset, data, inputs)
             runner.compute_reference(dataset, data, ref)
             self.cache[key] = (data, ref)

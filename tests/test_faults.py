@@ -51,6 +51,7 @@ import yaml
 from rfl import cli, io, runner
 from rfl import config as rflconfig
 from rfl.data import school as sch
+from rfl.data.sources import SOURCES
 from rfl.runner import COLUMNS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -136,13 +137,15 @@ def _tail(proc) -> str:
 # ---- auditing an output tree ------------------------------------------------------------------
 NAME = r"[A-Za-z0-9_]+"
 OUTPUT_PATTERNS = [re.compile(p) for p in (
-    rf"results/specs/(school|(datasets|runs)/{NAME}/{NAME}|figures/{NAME}|tables/{NAME})\.json",
+    rf"results/specs/(school|anchors|(datasets|runs)/{NAME}/{NAME}|figures/{NAME}|tables/{NAME})\.json",
     rf"results/(data|reference)/{NAME}/(fixed|seed[0-9]+)\.npz",
     rf"results/runs/{NAME}/{NAME}\.(csv|meta\.json)",
     rf"figures/{NAME}\.(pdf|png)",
     rf"paper_tables/{NAME}\.(csv|md|tex)|paper_tables/REPRODUCTION\.md",
     rf"datasets/school/{sch.ILEA_FILENAME}",
     rf"logs/({NAME}/)*{NAME}\.log",
+    "|".join(rf"datasets/anchors/{re.escape(s.subpath)}|logs/anchors_raw/{re.escape(s.subpath)}\.log"
+             for s in SOURCES.values()),
 )]
 
 
@@ -211,6 +214,9 @@ def audit(root: Path) -> tuple[list[str], list[Path]]:
                 assert data.strip(), "empty"
             elif path.name == sch.ILEA_FILENAME:
                 assert hashlib.sha256(data).hexdigest() == sch.ILEA_SHA256, "wrong sha256"
+            elif rel.startswith("datasets/anchors/"):
+                src = next(s for s in SOURCES.values() if rel.endswith(s.subpath))
+                assert hashlib.sha256(data).hexdigest() == src.sha256, "wrong sha256"
         except Exception as exc:  # noqa: BLE001 -- every kind of damage is a finding
             problems.append(f"{rel}: {type(exc).__name__}: {exc}")
     return problems, temps
@@ -699,6 +705,7 @@ COMMANDS = {      # positional arguments of each subcommand, with valid-looking 
     "run": ["{d}/empty.json", "{d}/data.npz", "{d}/ref.npz", "{d}/o.csv", "{d}/o.meta.json"],
     "figure": ["{d}/empty.json", "{d}/o.pdf", "{d}/good.csv"],
     "fetch-school": ["{d}/empty.json", "{d}/ILEA567.DAT"],
+    "fetch-source": ["{d}/empty.json", "{d}/hsp_le/features.xlsx"],
     "table1": ["{d}/empty.json", "{d}/t1.csv"],
     "table2": ["{d}/empty.json", "{d}/t2.csv", "{d}/good.csv"],
     "heterogeneity": ["{d}/empty.json", "{d}/h.pdf", "{d}/h.csv", "{d}/good.csv"],
@@ -749,6 +756,10 @@ def _cases(d: Path):
                                                          str(d / "data.npz"), str(d / "o.npz")]))
     cases.append(("fetch-school", "mirror not a string", ["fetch-school", str(d / "fetch_bad_mirror.json"),
                                                          str(d / "ILEA567.DAT")]))
+    cases.append(("fetch-source", "mirror not a string", ["fetch-source", str(d / "fetch_bad_mirror.json"),
+                                                         str(d / "hsp_le/features.xlsx")]))
+    cases.append(("fetch-source", "not a source's path", ["fetch-source", str(d / "empty.json"),
+                                                         str(d / "features.xlsx")]))
 
     def runs(spec="run_no_dataset.json", data="data.npz", n_out=1, *extra):
         outs = ["o"] + [f"o{i}" for i in range(1, n_out)]     # o.csv, o1.csv, ...

@@ -79,8 +79,14 @@ def test_raw_inputs_are_those_the_problem_declares(plan):
     assert raw_inputs_of("school") == ("school",)
     for problem in ("cpesph", "cfmspd", "mbcfsti", "multitask", "kpca", "lsa"):
         assert raw_inputs_of(problem) == ()
+    assert raw_inputs_of("hsp") == ("wordnet_features", "wordnet_poincare")
+    anchors = {"hsp": [".smoke/datasets/anchors/hsp_le/features.xlsx",
+                       ".smoke/datasets/anchors/hsp_le/poincare_points.xlsx"],
+               "pca_sphere": [".smoke/datasets/anchors/mnist/t10k-images-idx3-ubyte.gz",
+                              ".smoke/datasets/anchors/mnist/t10k-labels-idx1-ubyte.gz"]}
     for name, ds in SMOKE["datasets"].items():
-        expected = [".smoke/datasets/school/ILEA567.DAT"] if ds["problem"] == "school" else []
+        expected = ([".smoke/datasets/school/ILEA567.DAT"] if ds["problem"] == "school"
+                    else anchors.get(ds["problem"], []))
         assert plan.raw_inputs(_wc(dataset=name)) == expected, name
     assert plan.school_raw == SMOKE["school"]["cache_dir"].rstrip("/") + "/ILEA567.DAT"
 
@@ -127,7 +133,8 @@ def test_specs_hold_every_job_of_the_config(plan):
     assert tables == {"table1.json", "table2.json", "reproduction.json", "heterogeneity.json", "lsa.json"}
     assert specs[".smoke/results/specs/tables/lsa.json"]["settings"] == ["heterogeneous", "homogeneous"]
     assert specs[".smoke/results/specs/school.json"] == SMOKE["school"]
-    assert len(specs) == 1 + len(rflconfig.dataset_instances(SMOKE)) + len(runs) + len(SMOKE["figures"]) + 5
+    assert specs[".smoke/results/specs/anchors.json"] == SMOKE["anchors"]
+    assert len(specs) == 2 + len(rflconfig.dataset_instances(SMOKE)) + len(runs) + len(SMOKE["figures"]) + 5
 
 
 def test_alternatives_match_exactly_the_names():

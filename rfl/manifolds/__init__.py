@@ -9,9 +9,10 @@ from rfl.registry import MANIFOLDS
 from .base import EmbeddedSubmanifold, Manifold, batch_sum
 from .euclidean import Euclidean
 from .grassmann import Grassmann
+from .lorentz import Lorentz
 from .sphere import Sphere
 from .spd import SPD
 from .stiefel import Stiefel
 
 __all__ = ["Manifold", "EmbeddedSubmanifold", "batch_sum", "Euclidean", "Sphere", "SPD",
-           "Stiefel", "Grassmann", "MANIFOLDS"]
+           "Stiefel", "Grassmann", "Lorentz", "MANIFOLDS"]

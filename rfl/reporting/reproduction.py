@@ -534,6 +534,8 @@ def write_report(spec: dict, out_md) -> None:
     from .newer_synthetic import newer_synthetic_section    # imports this module
     newer_synthetic_section(rep, spec)
     participation_section(rep, spec)
+    from .newer_version import newer_version_section
+    newer_version_section(rep, spec)
     head = ["# Reproduction report", "",
             "Written by `rfl reproduction` from the result files of this workflow run; do not edit. "
             "Each claim of the RFedAGS paper is set against what was measured here, with the rule "
