@@ -585,6 +585,7 @@ def provenance(spec: dict) -> list[str]:
 
 
 def write_report(spec: dict, out_md) -> None:
+    io.check_sampler_versions([p for paths in spec["runs"].values() for p in paths])
     rep = Report()
     for row in spec["config"].get("tables", {}).get("table1", {}).get("rows", []):
         figure1_section(rep, spec, row)
