@@ -1,6 +1,6 @@
 """The mini-batch kernels (compiled ``rfl.problems._kernels`` and the numpy gather of
 ``batch_chunks``) against plain per-agent sums over the batch, for every way a batch comes
-(the sampler's mask, an index array, None for all samples) and every code path of the
+(the sampler's MiniBatch, an index array, None for all samples) and every code path of the
 compiled loops (B below, at and above their unrolling; repeated and unordered agents)."""
 
 import numpy as np

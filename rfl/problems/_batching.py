@@ -12,8 +12,8 @@ A mini-batch gradient of agent j reads the B samples ``data[j, batch[j]]`` out o
   with heavier per-sample work (CFMSPD: one eigendecomposition per sample). Chunks bound the
   temporaries: no array of the whole selection (s, B, *sample_shape) is ever formed.
 
-A batch is a ``MiniBatch`` (the sampler's: the (s, N) selection mask, indices on demand) or any
-(s, B) array of indices (tests, callers by hand); both paths accept both.
+A batch is a ``MiniBatch`` (the sampler's: (s, B) indices, the (s, N) selection mask on demand)
+or any (s, B) array of indices (tests, callers by hand); both paths accept both.
 """
 
 from __future__ import annotations

@@ -253,6 +253,7 @@ _U32 = np.uint64(32)
 _LO32 = np.uint64(0xFFFFFFFF)
 _TWO32 = np.uint64(1 << 32)
 _ONE = np.uint64(1)
+_ZERO = np.uint64(0)
 _PHILOX_M0 = np.uint64(0xD2E7470EE14C6C93)
 _PHILOX_M1 = np.uint64(0xCA5A826395121157)
 _PHILOX_W0 = np.uint64(0x9E3779B97F4A7C15)
@@ -300,7 +301,7 @@ def floyd_batches(k0, k1, draw, agents, sizes, B, out):
     32-bit words per block, so row r depends on (key, draw, j, N_j, B) only. t uniform in
     [0, n) from a word x: Lemire's multiply-shift (x n) >> 32, the words whose low half
     (x n) mod 2^32 < 2^32 mod n redrawn (exactly uniform; "Fast random integer generation in
-    an interval", ACM TOMACS 2019). Membership: a scratch bitmap of N entries, cleared again
+    an interval", ACM TOMACS 2019; the division for 2^32 mod n only when the low half is < n). Membership: a scratch bitmap of N entries, cleared again
     after the row (O(B)). Rows come out ascending: a scan of the bitmap when N <= 8 B (O(N)),
     a sort of the B indices otherwise."""
     s = agents.shape[0]
@@ -309,6 +310,7 @@ def floyd_batches(k0, k1, draw, agents, sizes, B, out):
         if sizes[r] > n_max:
             n_max = sizes[r]
     taken = np.zeros(n_max, dtype=np.bool_)
+    scan = np.empty(n_max + 1, dtype=np.int64)
     words = np.empty(4, dtype=np.uint64)
     dr = np.uint64(draw)
     for r in range(s):
@@ -324,30 +326,34 @@ def floyd_batches(k0, k1, draw, agents, sizes, B, out):
         for b in range(B):
             i = n - B + b
             span = np.uint64(i + 1)
-            threshold = (_TWO32 - span) % span    # 2^32 mod span
+            threshold = _ZERO                     # 2^32 mod span, computed only when needed
             while True:
                 if w == 8:
-                    philox4x64(block, j, dr, np.uint64(0), k0, k1, words)
+                    philox4x64(block, j, dr, _ZERO, k0, k1, words)
                     block += _ONE
                     w = 0
                 word = words[w >> 1]
                 x = (word >> _U32) if (w & 1) else (word & _LO32)
                 w += 1
                 m = x * span
-                if (m & _LO32) >= threshold:
+                low = m & _LO32
+                if low >= span:                   # >= 2^32 mod span: accepted, no division
+                    break
+                if threshold == _ZERO:
+                    threshold = (_TWO32 - span) % span
+                if low >= threshold:
                     break
             t = np.int64(m >> _U32)
-            if taken[t]:
-                t = i
+            t += np.int64(taken[t]) * (i - t)     # taken already: i (no branch to mispredict)
             taken[t] = True
             row[b] = t
-        if n <= 8 * B:
+        if n <= 8 * B:                            # branch-free scan through a scratch row
             c = 0
             for t in range(n):
-                if taken[t]:
-                    taken[t] = False
-                    row[c] = t
-                    c += 1
+                scan[c] = t
+                c += np.int64(taken[t])
+                taken[t] = False
+            row[:] = scan[:B]
         else:
             for b in range(B):
                 taken[row[b]] = False
