@@ -67,6 +67,9 @@ class AgentSampler:
     local_sizes: (S,) N_j; batch_size: B (<= min N_j), sampled without
     replacement within a step (Algorithm 1, line 6); participation: s, the number
     of agents sampled uniformly without replacement each round (None: all S).
+    ``key``: the mini-batch stream's key, drawn from rng once here; ``draw``: the number of
+    ``batches`` calls so far (the counter of the next one). rng itself then feeds only
+    ``participants``.
     """
 
     def __init__(self, rng: np.random.Generator, local_sizes: np.ndarray, batch_size: int,
