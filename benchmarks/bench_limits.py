@@ -17,7 +17,7 @@ Bytes that must be read per agent and local step:
 The time per step includes everything a local step does (the sampler's draws, the gradient,
 the transport and the retraction); ``track_kernel_ratio_*`` is the mini-batch gradient alone
 (a fixed batch), to separate the data-reading kernel from the rest; the sampler's draw of one
-step's mini-batches (S x N uniform keys, a row sort, the mask) is reported on stderr. Details
+step's mini-batches (``batch_indices``: S x B counter-based draws) is reported on stderr. Details
 of each measurement (bandwidth, milliseconds) go to stderr (``asv run --show-stderr``).
 
 These benchmarks hold 0.3-2.6 GB of data ("Large": excluded from the CI quick run).

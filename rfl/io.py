@@ -260,6 +260,34 @@ def read_run_meta(path) -> dict:
     return meta
 
 
+#: the mini-batch stream of runs whose metadata predate the "sampler" key
+_FIRST_SAMPLER = 1
+
+
+def sampler_version(meta: dict) -> int:
+    """The mini-batch sampler a run drew its batches with (metadata key ``sampler``,
+    ``rfl.algorithms.sampling.SAMPLER_VERSION``; absent: 1, the first)."""
+    return int(meta.get("sampler", _FIRST_SAMPLER))
+
+
+def check_sampler_versions(tables) -> None:
+    """RunTableError unless every run table in ``tables`` (paths of ``X.csv``) was drawn with the
+    same mini-batch sampler: one figure, table or report must not mix two random streams. The
+    message names the files of each version and how to recover."""
+    by_version: dict[int, list[str]] = {}
+    for path in tables:
+        meta = read_run_meta(run_meta_path(path))
+        by_version.setdefault(sampler_version(meta), []).append(str(path))
+    if len(by_version) <= 1:
+        return
+    listing = "; ".join(f"sampler {v}: " + ", ".join(paths[:5]) + (f" and {len(paths) - 5} more"
+                                                                   if len(paths) > 5 else "")
+                        for v, paths in sorted(by_version.items()))
+    raise RunTableError(f"run tables drawn with different mini-batch samplers cannot be used "
+                        f"together ({listing}); delete the old runs (rm -r results/runs) and rerun "
+                        f"the workflow so that every run uses the current sampler")
+
+
 def read_run_table(path) -> tuple[pd.DataFrame, dict]:
     """A run table ``X.csv`` and its metadata ``X.meta.json``, both checked before any figure or
     table uses them: the metadata (``read_run_meta``); the table's columns (those of

@@ -26,6 +26,7 @@ import pandas as pd
 
 from rfl import io
 from rfl.algorithms import make_step_size
+from rfl.algorithms.sampling import SAMPLER_VERSION
 from rfl.progress import Progress
 from rfl.random import stream
 from rfl.registry import PROBLEMS
@@ -68,6 +69,7 @@ def _metadata(spec: dict, start: float, status: str, **extra) -> dict:
         "start_time": _dt.datetime.fromtimestamp(start, _dt.timezone.utc).isoformat(),
         "duration_s": time.time() - start,
         "status": status,
+        "sampler": SAMPLER_VERSION,          # the mini-batch stream the run drew
         **extra,
     }
 

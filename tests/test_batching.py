@@ -1,6 +1,6 @@
 """The mini-batch kernels (compiled ``rfl.problems._kernels`` and the numpy gather of
 ``batch_chunks``) against plain per-agent sums over the batch, for every way a batch comes
-(the sampler's mask, an index array, None for all samples) and every code path of the
+(the sampler's MiniBatch, an index array, None for all samples) and every code path of the
 compiled loops (B below, at and above their unrolling; repeated and unordered agents)."""
 
 import numpy as np
@@ -24,7 +24,7 @@ def _batches(B, seed=0):
 
 def test_minibatch_mask_and_indices_agree():
     mb, idx = _batches(5)
-    assert mb.holds_mask and mb.shape == (S, 5) and len(mb) == S
+    assert not mb.holds_mask and mb.shape == (S, 5) and len(mb) == S        # drawn as indices
     assert np.all(np.diff(idx, axis=1) > 0)                                 # ascending rows
     np.testing.assert_array_equal(idx, np.nonzero(mb.mask)[1].reshape(S, 5))
     back = MiniBatch(N, indices=idx[:, ::-1])

@@ -57,7 +57,8 @@ from rfl.runner import COLUMNS
 REPO = Path(__file__).resolve().parents[1]
 SMOKE = REPO / "config" / "smoke.yaml"
 SNAKEMAKE = shutil.which("snakemake")
-RFL = shutil.which("rfl")
+RFL = shutil.which("rfl")          # the workflow's rules call `rfl`; the tests call RFL_CMD
+RFL_CMD = [sys.executable, "-m", "rfl"]   # this interpreter's rfl, with or without a venv on PATH
 TIMEOUT = 900                      # seconds for one smoke workflow (the machine may be busy)
 TEMP = re.compile(r"^\..+\.tmp")   # io.atomic_path: .<name>.<random>.tmp<suffix>
 FINISHED: dict[str, Path] = {}     # trees of finished workflows, shared between tests
@@ -82,7 +83,8 @@ def _mirror() -> Path | None:
 
 needs_workflow = pytest.mark.skipif(
     SNAKEMAKE is None or RFL is None or _mirror() is None or bool(os.environ.get("RFL_SKIP_WORKFLOW")),
-    reason="needs snakemake and rfl on PATH and the School mirror (RFL_SCHOOL_MIRROR); "
+    reason="needs snakemake and rfl on PATH and the School data (set RFL_SCHOOL_MIRROR to a "
+           "directory holding ILEA567.DAT); "
            "RFL_SKIP_WORKFLOW=1 skips the workflow runs (several minutes on a busy machine)")
 
 
@@ -366,7 +368,7 @@ def _rfl_run(d: Path, spec: dict, name: str, env=None) -> tuple[subprocess.Popen
     out = d / name
     out.mkdir(exist_ok=True)
     table, meta = out / "run.csv", out / "run.meta.json"
-    proc = subprocess.Popen([RFL, "run", str(d / f"{name}.json"), str(d / "data.npz"),
+    proc = subprocess.Popen([*RFL_CMD, "run", str(d / f"{name}.json"), str(d / "data.npz"),
                              str(d / "ref.npz"), str(table), str(meta)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
                             start_new_session=True)
@@ -380,7 +382,6 @@ def _kill(proc):
     proc.communicate()
 
 
-@pytest.mark.skipif(RFL is None, reason="rfl not on PATH")
 def test_rfl_run_killed_right_after_start_leaves_nothing(run_inputs):
     d, spec = run_inputs
     proc, table, meta = _rfl_run(d, spec, "early")
@@ -390,7 +391,6 @@ def test_rfl_run_killed_right_after_start_leaves_nothing(run_inputs):
     assert [p.name for p in table.parent.iterdir() if not TEMP.match(p.name)] == []
 
 
-@pytest.mark.skipif(RFL is None, reason="rfl not on PATH")
 def test_rfl_run_killed_while_writing_its_table_leaves_no_output(run_inputs):
     d, spec = run_inputs
     big = dict(spec, rounds=15000)                    # a table that takes a while to write
@@ -417,7 +417,7 @@ def test_rfl_run_killed_while_writing_its_table_leaves_no_output(run_inputs):
     assert sorted(p.name for p in table.parent.iterdir() if TEMP.match(p.name)) == left
 
 
-@pytest.mark.skipif(RFL is None or shutil.which("git") is None, reason="rfl and git on PATH")
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git on PATH")
 def test_rfl_run_killed_between_table_and_metadata(run_inputs, tmp_path):
     d, spec = run_inputs
     # a slow `git` (first on PATH) widens the window so the kill lands in it every time
@@ -513,7 +513,7 @@ def test_fetch_school_rejects_a_corrupted_mirror_copy(tmp_path):
     assert (mirror / sch.ILEA_FILENAME).is_file(), "the mirror itself is left alone"
 
 
-@pytest.mark.skipif(_mirror() is None, reason="needs the School mirror")
+@pytest.mark.skipif(_mirror() is None, reason=f"needs the School data: set {sch.MIRROR_ENV} to a directory holding {sch.ILEA_FILENAME}")
 def test_fetch_school_replaces_a_stale_copy_from_the_mirror(tmp_path):
     out = tmp_path / "cache" / sch.ILEA_FILENAME
     out.parent.mkdir()
@@ -822,7 +822,7 @@ def test_validate_reports_config_errors_without_a_traceback(tmp_path):
     ["validate", "{d}/bad.yaml"],
 ], ids=["run-spec-not-json", "data-spec-missing-key", "figure-run-without-meta", "validate-bad-yaml"])
 def test_rfl_process_exits_2_with_one_line(cli_files, argv):
-    r = subprocess.run([RFL or "rfl"] + [a.format(d=cli_files) for a in argv], capture_output=True,
+    r = subprocess.run(RFL_CMD + [a.format(d=cli_files) for a in argv], capture_output=True,
                        text=True)
     assert r.returncode == 2, r.stderr
     _one_clear_line(r)

@@ -102,7 +102,7 @@ def school_spec(tmp_path):
     return path
 
 
-@pytest.mark.skipif(GOOD_DAT is None, reason="needs the School mirror")
+@pytest.mark.skipif(GOOD_DAT is None, reason=f"needs the School data: set {sch.MIRROR_ENV} to a directory holding {sch.ILEA_FILENAME}")
 @pytest.mark.parametrize("damage", ["edited", "truncated"])
 def test_a_bad_cached_school_file_is_deleted_and_refused(tmp_path, school_spec, damage, monkeypatch):
     monkeypatch.setenv(sch.MIRROR_ENV, str(tmp_path / "no-mirror"))
@@ -122,7 +122,7 @@ def test_a_bad_cached_school_file_is_deleted_and_refused(tmp_path, school_spec, 
     assert not out.exists()
 
 
-@pytest.mark.skipif(GOOD_DAT is None, reason="needs the School mirror")
+@pytest.mark.skipif(GOOD_DAT is None, reason=f"needs the School data: set {sch.MIRROR_ENV} to a directory holding {sch.ILEA_FILENAME}")
 def test_a_bad_school_file_in_the_mirror_is_refused_but_kept(tmp_path, school_spec, monkeypatch):
     mirror = tmp_path / "mirror"
     mirror.mkdir()
@@ -133,7 +133,7 @@ def test_a_bad_school_file_in_the_mirror_is_refused_but_kept(tmp_path, school_sp
     assert (mirror / sch.ILEA_FILENAME).is_file()
 
 
-@pytest.mark.skipif(GOOD_DAT is None, reason="needs the School mirror")
+@pytest.mark.skipif(GOOD_DAT is None, reason=f"needs the School data: set {sch.MIRROR_ENV} to a directory holding {sch.ILEA_FILENAME}")
 def test_the_good_school_file_is_used(tmp_path, school_spec):
     cached = tmp_path / sch.ILEA_FILENAME
     shutil.copy(GOOD_DAT, cached)

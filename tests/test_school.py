@@ -49,7 +49,8 @@ def real_dat(shared_dir) -> Path:
     for cand in (shared_dir / "raw" / sch.ILEA_FILENAME, shared_dir / sch.ILEA_FILENAME):
         if cand.is_file():
             return cand
-    pytest.skip(f"shared School copy not found under {shared_dir}")
+    pytest.skip(f"needs the School data, not found under {shared_dir}: set {sch.MIRROR_ENV} to a "
+                f"directory holding {sch.ILEA_FILENAME}")
 
 
 @pytest.fixture(scope="module")

@@ -5,10 +5,13 @@ the per-agent reference loops of the tests consume its draws in the same order
 (per round: ``participants``; per local step: ``batches``), so the two can be
 compared draw for draw.
 
-A local step's mini-batches come as a ``rfl.problems.MiniBatch``: the B distinct samples
-of each agent, held as the (s, N) selection mask the sampler draws, with the (s, B) indices
-derived on demand (a compiled pass over the mask), which the problems' kernels and the
-reference loops read.
+A local step's mini-batches come as a ``rfl.problems.MiniBatch`` of (s, B) indices, which
+the problems' kernels and the reference loops read. They are counter-based
+(``batch_indices``): agent j's batch at the c-th local step of the run is a function of
+(key, c, j, N_j, B) alone, so a client holding agent j's data reproduces its own batches from
+the run's key and the step counter, whoever else takes part. ``SAMPLER_VERSION`` names this
+stream in the run metadata (1: the earlier sort of one uniform key per sample, drawn from the
+run's Generator); results of different versions are not comparable draw for draw.
 """
 
 from __future__ import annotations
@@ -17,6 +20,46 @@ import numpy as np
 
 from rfl.participation.base import canonical, make_scheme, proportional_weights
 from rfl.problems import MiniBatch
+
+#: the mini-batch stream's version, recorded in each run's metadata (``rfl.runner``)
+SAMPLER_VERSION = 2
+
+_MAX_SIZE = 1 << 32                          # Lemire's 32-bit method draws in [0, n), n <= 2^32
+
+
+def batch_indices(key: int, draw: int, agents, local_sizes, B: int) -> np.ndarray:
+    """B distinct sample indices of each agent in ``agents`` for draw number ``draw``:
+    ``(s, B)`` int64, row r in [0, N_j) ascending for j = agents[r] (N_j = local_sizes[j]),
+    each B-subset of [0, N_j) equally likely.
+
+    Pure and counter-based: row r depends on (key, draw, j, N_j, B) only (a Philox4x64-10
+    stream per (key, draw, j), Floyd's algorithm; ``rfl.problems._kernels.floyd_batches``),
+    O(B) work per agent. key: an integer in [0, 2^64); draw: >= 0.
+    """
+    agents = np.asarray(agents)
+    local_sizes = np.asarray(local_sizes)
+    if agents.ndim != 1 or (agents.size and not np.issubdtype(agents.dtype, np.integer)):
+        raise ValueError(f"agents must be a 1-D integer array, got shape {agents.shape} {agents.dtype}")
+    if local_sizes.ndim != 1:
+        raise ValueError(f"local_sizes must have shape (S,), got {local_sizes.shape}")
+    S = local_sizes.shape[0]
+    agents = agents.astype(np.int64)
+    if agents.size and (agents.min() < 0 or agents.max() >= S):
+        raise ValueError(f"agents must lie in [0, S={S}), got {agents.min()}..{agents.max()}")
+    if not 0 <= int(key) < 1 << 64:
+        raise ValueError(f"key={key} must be in [0, 2^64)")
+    if not 0 <= int(draw) < 1 << 64:
+        raise ValueError(f"draw={draw} must be in [0, 2^64)")
+    sizes = local_sizes[agents].astype(np.int64)
+    B = int(B)
+    if sizes.size and not 1 <= B <= sizes.min():
+        raise ValueError(f"B={B} must be in [1, min N_j={sizes.min()}] over the agents")
+    if sizes.size and sizes.max() > _MAX_SIZE:
+        raise ValueError(f"local sizes up to 2^32 are supported, got N_j={sizes.max()}")
+    out = np.empty((agents.shape[0], B), dtype=np.int64)
+    from rfl.problems._batching import kernels
+    return kernels().floyd_batches(np.uint64(int(key)), np.uint64(0), np.uint64(int(draw)),
+                                   agents, sizes, B, out)
 
 
 class _SchemeWeights:
@@ -39,6 +82,9 @@ class AgentSampler:
     replacement) or ``{"scheme": name, **options}``. ``participants()`` and
     ``weights(local_sizes, agents)`` are the scheme's (``scheme``); ``participation`` is None
     when every agent takes part in every round, the scheme's canonical form otherwise.
+    ``key``: the mini-batch stream's key, drawn from rng once here; ``draw``: the number of
+    ``batches`` calls so far (the counter of the next one). rng itself then feeds only
+    the participation scheme.
     """
 
     def __init__(self, rng: np.random.Generator, local_sizes: np.ndarray, batch_size: int,
@@ -55,6 +101,9 @@ class AgentSampler:
         self.participation = canonical(participation, S)
         self._uniform = bool(np.all(self.local_sizes == self.local_sizes[0]))
         self._full: dict[int, MiniBatch] = {}         # the all-samples batch, per number of agents
+        # the mini-batches' stream: one key from rng, then one counter value per batches() call
+        self.key = int(rng.integers(0, 2 ** 63, dtype=np.int64))
+        self.draw = 0
 
     def participants(self) -> np.ndarray:
         """Sorted indices of this round's agents: ``(s,)`` (the scheme's draw)."""
@@ -64,36 +113,22 @@ class AgentSampler:
     weights = _SchemeWeights()
 
     def batches(self, agents: np.ndarray) -> MiniBatch:
-        """A mini-batch of B distinct samples per agent: ``(s, B)`` (a ``MiniBatch``).
+        """A mini-batch of B distinct samples per agent for the next local step (Algorithm 1,
+        line 6): ``(s, B)`` (a ``MiniBatch`` of indices, each row ascending).
 
-        One uniform key per local sample; the B smallest keys of each agent win: the
-        samples whose key is at most the B-th smallest (from a sort of the keys, which is
-        cheaper than an argpartition). Keys are distinct with probability 1 - O(N^2 2^-53);
-        a row where ties at the B-th key select more than B samples takes argpartition's B
-        smallest keys instead, so every row always holds exactly B samples.
-        B = 1: ``argmin``; B = N_j for every agent: all samples (the keys are still drawn,
-        so the stream does not depend on B).
+        ``batch_indices(self.key, self.draw, agents, local_sizes, B)``, then ``draw`` counts
+        one more call: agent j's batch depends only on (key, draw, j, N_j, B), not on the
+        other participants. B = N_j for every agent: all samples, held once per number of
+        agents (the draw counter still advances).
         """
+        agents = np.asarray(agents)
+        draw = self.draw
+        self.draw += 1
         s, B = agents.shape[0], self.batch_size
-        if self._uniform:
-            n_max = int(self.local_sizes[0])
-            keys = self.rng.random((s, n_max))
-        else:
-            sizes = self.local_sizes[agents]
-            n_max = int(sizes.max())
-            keys = self.rng.random((s, n_max))
-            keys[np.arange(n_max)[None, :] >= sizes[:, None]] = np.inf
-        if B == n_max:                                            # every sample
+        n_max = int(self.local_sizes.max())
+        if self._uniform and B == n_max:                          # every sample
             full = self._full.get(s)
             if full is None:
                 full = self._full[s] = MiniBatch(n_max, indices=np.broadcast_to(np.arange(n_max), (s, n_max)))
             return full
-        if B == 1:
-            return MiniBatch(n_max, indices=np.argmin(keys, axis=1)[:, None])
-        mask = keys <= np.sort(keys, axis=1)[:, B - 1:B]
-        if np.count_nonzero(mask) != s * B:                       # ties at the B-th key
-            bad = np.flatnonzero(mask.sum(axis=1) != B)
-            fixed = np.zeros((bad.size, n_max), dtype=bool)
-            np.put_along_axis(fixed, np.argpartition(keys[bad], B - 1, axis=1)[:, :B], True, axis=1)
-            mask[bad] = fixed
-        return MiniBatch(n_max, mask=mask, size=B)
+        return MiniBatch(n_max, indices=batch_indices(self.key, draw, agents, self.local_sizes, B))

@@ -12,8 +12,8 @@ A mini-batch gradient of agent j reads the B samples ``data[j, batch[j]]`` out o
   with heavier per-sample work (CFMSPD: one eigendecomposition per sample). Chunks bound the
   temporaries: no array of the whole selection (s, B, *sample_shape) is ever formed.
 
-A batch is a ``MiniBatch`` (the sampler's: the (s, N) selection mask, indices on demand) or any
-(s, B) array of indices (tests, callers by hand); both paths accept both.
+A batch is a ``MiniBatch`` (the sampler's: (s, B) indices, the (s, N) selection mask on demand)
+or any (s, B) array of indices (tests, callers by hand); both paths accept both.
 """
 
 from __future__ import annotations
@@ -210,3 +210,27 @@ def gram_apply(data: np.ndarray, agents: np.ndarray, batch: np.ndarray | None,
     out = np.empty(xt.shape)
     kernels().gram_rows(data, agents, idx, xt, out)
     return np.ascontiguousarray(out.swapaxes(-1, -2))
+
+
+def agent_rows(arr: np.ndarray, agents: np.ndarray) -> np.ndarray:
+    """``arr[agents]`` for per-agent arrays ``arr: (S, ...)``, as a view (no copy) when the agents
+    are consecutive (all agents, in order, being the common case): ``(s, ...)``."""
+    agents = np.asarray(agents)
+    if agents.ndim == 1 and is_consecutive(agents) and 0 <= agents[0] and agents[-1] < arr.shape[0]:
+        return arr[int(agents[0]):int(agents[0]) + agents.shape[0]]
+    return arr[agents]
+
+
+def is_full_batch(batch, n: int) -> bool:
+    """Whether ``batch`` selects every one of the n samples of each row, once: None, a
+    ``MiniBatch`` of B = n (its rows are distinct), or an (s, n) index array whose sorted rows
+    are 0..n-1 (an O(s n) check, against the gradient's O(s n d))."""
+    if batch is None:
+        return True
+    if isinstance(batch, MiniBatch):
+        return batch.n == n and batch.shape[1] == n
+    idx = np.asarray(batch)
+    if idx.ndim != 2 or idx.shape[1] != n:
+        return False
+    return bool(np.array_equal(np.sort(idx % n if idx.size and idx.min() < 0 else idx, axis=1),
+                               np.broadcast_to(np.arange(n), idx.shape)))

@@ -242,3 +242,120 @@ def mask_indices(mask, B):
         if c != B:
             raise ValueError("a row of the mask selects fewer than B samples")
     return idx
+
+
+# ---- counter-based mini-batch draws (``rfl.algorithms.sampling.batch_indices``) ----------
+# Philox4x64-10 (Salmon, Moraes, Dror & Shaw, "Parallel random numbers: as easy as 1, 2, 3",
+# SC 2011; the generator behind numpy.random.Philox): a keyed bijection of a 256-bit counter,
+# so the words at any counter are computed directly, without a state to carry. All arithmetic
+# stays in uint64 (numba turns a mix of uint64 and int64 into float64).
+_U32 = np.uint64(32)
+_LO32 = np.uint64(0xFFFFFFFF)
+_TWO32 = np.uint64(1 << 32)
+_ONE = np.uint64(1)
+_ZERO = np.uint64(0)
+_PHILOX_M0 = np.uint64(0xD2E7470EE14C6C93)
+_PHILOX_M1 = np.uint64(0xCA5A826395121157)
+_PHILOX_W0 = np.uint64(0x9E3779B97F4A7C15)
+_PHILOX_W1 = np.uint64(0xBB67AE8584CAA73B)
+
+
+@_jit
+def _mulhilo64(a, b):
+    """(high, low) 64-bit words of the 128-bit product a * b of two uint64."""
+    a_lo, a_hi = a & _LO32, a >> _U32
+    b_lo, b_hi = b & _LO32, b >> _U32
+    t = a_lo * b_lo
+    u = a_hi * b_lo + (t >> _U32)
+    w = a_lo * b_hi + (u & _LO32)
+    hi = a_hi * b_hi + (u >> _U32) + (w >> _U32)
+    return hi, a * b
+
+
+@_jit
+def philox4x64(c0, c1, c2, c3, k0, k1, out):
+    """Philox4x64-10 of counter (c0, c1, c2, c3) under key (k0, k1), all uint64: the four
+    output words in ``out: (4,) uint64`` (Random123's philox4x64_R with R = 10)."""
+    for rnd in range(10):
+        if rnd > 0:
+            k0 = k0 + _PHILOX_W0
+            k1 = k1 + _PHILOX_W1
+        hi0, lo0 = _mulhilo64(_PHILOX_M0, c0)
+        hi1, lo1 = _mulhilo64(_PHILOX_M1, c2)
+        c0, c1, c2, c3 = hi1 ^ c1 ^ k0, lo1, hi0 ^ c3 ^ k1, lo0
+    out[0] = c0
+    out[1] = c1
+    out[2] = c2
+    out[3] = c3
+
+
+@_jit
+def floyd_batches(k0, k1, draw, agents, sizes, B, out):
+    """B distinct samples of each agent, uniformly among the B-subsets of [0, N_j), ascending:
+    ``out: (s, B) int64``, row r for agent j = agents[r], N_j = sizes[r].
+
+    Floyd's algorithm (Bentley & Floyd, "Programming pearls: a sample of brilliance", CACM
+    1987): for i = N - B, ..., N - 1 take t uniform in [0, i] and add t, or i if t is taken
+    already; B uniform integers, each subset has probability 1 / C(N, B). The integers come
+    from agent j's own Philox stream, counters (block, j, draw, 0) under key (k0, k1), eight
+    32-bit words per block, so row r depends on (key, draw, j, N_j, B) only. t uniform in
+    [0, n) from a word x: Lemire's multiply-shift (x n) >> 32, the words whose low half
+    (x n) mod 2^32 < 2^32 mod n redrawn (exactly uniform; "Fast random integer generation in
+    an interval", ACM TOMACS 2019; the division for 2^32 mod n only when the low half is < n). Membership: a scratch bitmap of N entries, cleared again
+    after the row (O(B)). Rows come out ascending: a scan of the bitmap when N <= 8 B (O(N)),
+    a sort of the B indices otherwise."""
+    s = agents.shape[0]
+    n_max = 0
+    for r in range(s):
+        if sizes[r] > n_max:
+            n_max = sizes[r]
+    taken = np.zeros(n_max, dtype=np.bool_)
+    scan = np.empty(n_max + 1, dtype=np.int64)
+    words = np.empty(4, dtype=np.uint64)
+    dr = np.uint64(draw)
+    for r in range(s):
+        n = sizes[r]
+        row = out[r]
+        if B == n:
+            for b in range(B):
+                row[b] = b
+            continue
+        j = np.uint64(agents[r])
+        block = np.uint64(0)
+        w = 8                                     # 32-bit words used of the current block
+        for b in range(B):
+            i = n - B + b
+            span = np.uint64(i + 1)
+            threshold = _ZERO                     # 2^32 mod span, computed only when needed
+            while True:
+                if w == 8:
+                    philox4x64(block, j, dr, _ZERO, k0, k1, words)
+                    block += _ONE
+                    w = 0
+                word = words[w >> 1]
+                x = (word >> _U32) if (w & 1) else (word & _LO32)
+                w += 1
+                m = x * span
+                low = m & _LO32
+                if low >= span:                   # >= 2^32 mod span: accepted, no division
+                    break
+                if threshold == _ZERO:
+                    threshold = (_TWO32 - span) % span
+                if low >= threshold:
+                    break
+            t = np.int64(m >> _U32)
+            t += np.int64(taken[t]) * (i - t)     # taken already: i (no branch to mispredict)
+            taken[t] = True
+            row[b] = t
+        if n <= 8 * B:                            # branch-free scan through a scratch row
+            c = 0
+            for t in range(n):
+                scan[c] = t
+                c += np.int64(taken[t])
+                taken[t] = False
+            row[:] = scan[:B]
+        else:
+            for b in range(B):
+                taken[row[b]] = False
+            row.sort()
+    return out

@@ -28,7 +28,7 @@ from rfl.data import kpca as data
 from rfl.data.kpca import n_per_agent_from
 from rfl.manifolds import Grassmann, Stiefel
 
-from ._batching import gram_apply
+from ._batching import agent_rows, gram_apply, is_full_batch
 from .base import COUNT, Problem, object_schema
 
 
@@ -95,18 +95,39 @@ class KPCA(Problem):
         self.A_local = 0.5 * (self.A_local + self.A_local.swapaxes(-1, -2))
         self.A_bar = np.einsum("s,skl->kl", self.weights, self.A_local)   # pooled A
 
+    @property
+    def full_batch_product(self) -> str:
+        """How a full local gradient -A_i X is computed, whichever costs fewer flops per agent:
+        "gram", A_i X with the precomputed A_i (2 d^2 r), or "samples", Z_i^T (Z_i X) (two
+        N x d by d x r products, 4 N d r); "gram" exactly when N >= d / 2."""
+        N = self.Z.shape[1]
+        return "gram" if 2 * self.d * self.d * self.r <= 4 * N * self.d * self.r else "samples"
+
     def minibatch_egrad(self, x, agents, batch):
         """-(1/B) Z_b^T Z_b X: x (s, d, r), batch (s, B) -> (s, d, r)
-        (``rfl.problems._batching.gram_apply``)."""
-        out = gram_apply(self.Z, np.asarray(agents), batch, np.asarray(x, dtype=float))
+        (``rfl.problems._batching.gram_apply``). A full batch is -A_i X
+        (``full_batch_product``)."""
+        x = np.asarray(x, dtype=float)
+        if self.full_batch_product == "gram" and is_full_batch(batch, self.Z.shape[1]):
+            return self.local_egrad(x, agents)
+        out = gram_apply(self.Z, np.asarray(agents), batch, x)
         out /= -batch.shape[1]
         return out
 
     def local_egrad(self, x, agents):
-        return -(self.A_local[agents] @ x)
+        """-A_i X: x (s, d, r) -> (s, d, r) (``full_batch_product``; the agents' A_i as a view
+        when they are consecutive)."""
+        if self.full_batch_product == "samples":
+            x = np.asarray(x, dtype=float)
+            out = gram_apply(self.Z, np.asarray(agents), None, x)
+            out /= -self.Z.shape[1]
+            return out
+        out = np.matmul(agent_rows(self.A_local, agents), x)
+        np.negative(out, out=out)
+        return out
 
     def local_cost(self, x, agents):
-        return -0.5 * np.einsum("sik,sij,sjk->s", x, self.A_local[agents], x)
+        return -0.5 * np.einsum("sik,sij,sjk->s", x, agent_rows(self.A_local, agents), x)
 
     def cost(self, x):
         return float(-0.5 * np.einsum("ik,ij,jk->", x, self.A_bar, x))

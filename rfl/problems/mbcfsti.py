@@ -21,7 +21,7 @@ import numpy as np
 from rfl.data import mbcfsti as data
 from rfl.manifolds import Stiefel
 
-from ._batching import kernel_inputs, kernels
+from ._batching import agent_rows, kernel_inputs, kernels
 from .base import COUNT, NONNEGATIVE, Problem, object_schema
 
 
@@ -135,10 +135,10 @@ class MBCFSti(Problem):
         return np.ascontiguousarray(out.swapaxes(-1, -2))
 
     def local_egrad(self, x, agents):
-        return 2.0 * (self._local_mean[agents] @ x) * self.h
+        return 2.0 * (agent_rows(self._local_mean, agents) @ x) * self.h
 
     def local_cost(self, x, agents):
-        return np.einsum("sik,sij,sjk,k->s", x, self._local_mean[agents], x, self.h)
+        return np.einsum("sik,sij,sjk,k->s", x, agent_rows(self._local_mean, agents), x, self.h)
 
     def cost(self, x):
         return float(np.einsum("ik,ij,jk,k->", x, self.A_bar, x, self.h))

@@ -91,6 +91,7 @@ def load_runs(tables) -> dict[tuple, list[pd.DataFrame]]:
 def _load_runs(tables) -> tuple[dict[tuple, list[pd.DataFrame]], list[str]]:
     """(load_runs(tables), the problems of the runs in order of appearance)."""
     groups, problems = defaultdict(list), {}
+    io.check_sampler_versions(tables)
     for path in tables:
         table, meta = io.read_run_table(path)
         spec = meta["spec"]

@@ -35,6 +35,7 @@ def stationary(table: pd.DataFrame, tail: float) -> float:
 
 def collect(spec: dict, tables) -> pd.DataFrame:
     rows = []
+    io.check_sampler_versions(tables)
     for path in tables:
         table, meta = io.read_run_table(path)
         sp = meta["spec"]

@@ -51,6 +51,7 @@ def collect(tables) -> list[dict]:
     """One record per run: the KEY fields, method, seed, oracle, batch size, predicted
     ||bias||^2 (NaN without a prediction) and the run's table."""
     runs = []
+    io.check_sampler_versions(tables)
     for path in tables:
         table, meta = io.read_run_table(path)
         sp = meta["spec"]

@@ -519,7 +519,12 @@ def provenance(spec: dict) -> list[str]:
 
 
 def write_report(spec: dict, out_md) -> None:
+    # the sections of the newer version's experiments import this module's helpers
+    from .newer_synthetic import newer_synthetic_section
+    from .newer_version import newer_version_section
     from .participation import participation_section
+
+    io.check_sampler_versions([p for paths in spec["runs"].values() for p in paths])
     rep = Report()
     for row in spec["config"].get("tables", {}).get("table1", {}).get("rows", []):
         figure1_section(rep, spec, row)
@@ -531,11 +536,9 @@ def write_report(spec: dict, out_md) -> None:
     kpca_section(rep, spec)
     heterogeneity_section(rep, spec)
     lsa_section(rep, spec)
-    from .newer_synthetic import newer_synthetic_section    # imports this module
-    newer_synthetic_section(rep, spec)
-    participation_section(rep, spec)
-    from .newer_version import newer_version_section
     newer_version_section(rep, spec)
+    participation_section(rep, spec)
+    newer_synthetic_section(rep, spec)
     head = ["# Reproduction report", "",
             "Written by `rfl reproduction` from the result files of this workflow run; do not edit. "
             "Each claim of the RFedAGS paper is set against what was measured here, with the rule "

@@ -5,7 +5,8 @@ A loop is a Python loop over rounds, agents and local steps on single points (no
 axis), through single-point manifold maps (pymanopt's where pymanopt has the map, a formula
 of the paper otherwise: ``single_point_ops``). It consumes the draws of an ``AgentSampler``
 in the same order as the vectorised strategies (per round: ``participants``; per local step:
-``batches``), so the two can be compared draw for draw; the strategy contract
+one draw of the mini-batches, which each agent makes on its own: ``own_batches``), so the two
+can be compared draw for draw; the strategy contract
 (``rfl.testing.strategy``), the algorithm tests and the speed-up benchmarks use them as the
 oracle.
 
@@ -187,6 +188,20 @@ def _euclidean(m):
     return EuclideanOps()
 
 
+# ---- mini-batches -------------------------------------------------------------------
+def own_batches(sampler, agents) -> list[np.ndarray]:
+    """One local step's mini-batches, each agent drawing its own as a client holding only its
+    data would: ``batch_indices(key, c, [j], local_sizes, B)[0]`` for c the sampler's draw
+    counter, which then advances as ``AgentSampler.batches`` advances it. A vectorised strategy
+    consuming ``batches(agents)`` agrees with this only if its batches are per-agent draws,
+    independent of the other participants: ``[(B,)] * s``."""
+    from rfl.algorithms.sampling import batch_indices
+    c = sampler.draw
+    sampler.draw += 1
+    return [batch_indices(sampler.key, c, np.array([j]), sampler.local_sizes, sampler.batch_size)[0]
+            for j in agents]
+
+
 # ---- local fields -------------------------------------------------------------------
 def _agent_grad(problem, ops, x, j, batch):
     """Mini-batch Riemannian gradient of agent j at one point x."""
@@ -246,7 +261,7 @@ def rfedags_loop(problem, x1, step_size, K, rounds, sampler, ops=None, local_met
         g_full = {j: ops.euclidean_to_riemannian_gradient(x_t, problem.local_egrad(x_t[None], np.array([j]))[0])
                   for j in agents} if local_method == "rsvrg" else {}
         for k in range(K):                                        # line 5
-            batches = sampler.batches(agents)                     # line 6
+            batches = own_batches(sampler, agents)                     # line 6
             for row, j in enumerate(agents):                      # line 3: agents in parallel
                 g = _agent_grad(problem, ops, x[j], j, batches[row])
                 if local_method == "rsvrg":
@@ -273,7 +288,7 @@ def rfedavg_loop(problem, x1, step_size, K, rounds, sampler, ops=None):
         alpha = step_size(t)
         x = {j: x_t.copy() for j in agents}
         for k in range(K):
-            batches = sampler.batches(agents)
+            batches = own_batches(sampler, agents)
             for row, j in enumerate(agents):
                 x[j] = ops.retraction(x[j], -alpha * _agent_grad(problem, ops, x[j], j, batches[row]))
         w = sampler.weights(problem.local_sizes, agents)
@@ -305,7 +320,7 @@ def rfedsvrg_loop(problem, x1, step_size, K, rounds, sampler, ops=None, correcti
             g_glob = sum(w[row] * g_loc[j] for row, j in enumerate(agents))
         x = {j: x_t.copy() for j in agents}
         for k in range(K):
-            batches = sampler.batches(agents)
+            batches = own_batches(sampler, agents)
             for row, j in enumerate(agents):
                 g = _agent_grad(problem, ops, x[j], j, batches[row])
                 v = g - ops.transport(x_t, x[j], g_loc[j] - g_glob)
@@ -342,7 +357,7 @@ def rfedproj_loop(problem, x1, step_size, K, rounds, sampler, ops=None, server_s
         c_r = {j: c.get(j, np.zeros_like(y)) for j in agents}
         grads = {j: [] for j in agents}
         for t in range(K):                                       # line 4
-            batches = sampler.batches(agents)                    # line 5
+            batches = own_batches(sampler, agents)                    # line 5
             for row, j in enumerate(agents):
                 g = _agent_grad(problem, ops, z[j], j, batches[row])     # line 6
                 grads[j].append(g)
@@ -372,7 +387,7 @@ def fedavg_loop(problem, x1, step_size, K, rounds, sampler, ops=None):
         alpha = step_size(t)
         x = {j: x_t.copy() for j in agents}
         for k in range(K):
-            batches = sampler.batches(agents)
+            batches = own_batches(sampler, agents)
             for row, j in enumerate(agents):
                 x[j] = x[j] - alpha * _flat_field(problem, x[j], j, batches[row])
         w = sampler.weights(problem.local_sizes, agents)
@@ -399,7 +414,7 @@ def scafflsa_loop(problem, theta0, step_size, H, rounds, sampler, ops=None, xi=N
         eta = step_size(t)
         theta = {c: theta_t.copy() for c in agents}
         for h in range(H):
-            batches = sampler.batches(agents)
+            batches = own_batches(sampler, agents)
             for row, c in enumerate(agents):
                 theta[c] = theta[c] - eta * (_flat_field(problem, theta[c], c, batches[row]) - xi[c])
         w = sampler.weights(problem.local_sizes, agents)

@@ -25,7 +25,8 @@ def write_run(path, columns: dict, spec: dict, **meta) -> None:
     spec["dataset"] = {"problem": "cpesph", **spec.get("dataset", {})}
     spec["algorithm"] = {"name": "rfedavg", **spec.get("algorithm", {})}
     status = "diverged" if (df["status"] == "diverged").any() else "ok"
+    from rfl.algorithms.sampling import SAMPLER_VERSION
     record = {"spec": spec, "status": status, "rounds_completed": n - 1, "commit": "test",
-              "versions": {}, **meta}
+              "versions": {}, "sampler": SAMPLER_VERSION, **meta}
     io.write_json(io.run_meta_path(path), record)
     io.write_table(path, df)

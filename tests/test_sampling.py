@@ -1,0 +1,167 @@
+"""The counter-based mini-batch sampler (``rfl.algorithms.sampling.batch_indices``,
+``AgentSampler.batches``): Philox4x64-10 bit for bit against numpy's, per-agent draws that do
+not depend on the other participants, and uniformity (each sample with probability B/N, each
+B-subset with probability 1/C(N, B)), tested with chi-square bounds."""
+
+from itertools import combinations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from rfl.algorithms import AgentSampler
+from rfl.algorithms.sampling import SAMPLER_VERSION, batch_indices
+from rfl.problems import _kernels
+
+U64 = np.uint64
+
+
+@pytest.mark.parametrize("key", [(0, 0), (1, 2), (2 ** 64 - 1, 12345), (0x0123456789ABCDEF, 2 ** 63)])
+@pytest.mark.parametrize("counter", [(0, 0, 0, 0), (5, 7, 9, 11), (2 ** 64 - 2, 3, 2 ** 64 - 1, 5),
+                                     (123456789, 0, 42, 0)])
+def test_philox_is_numpys_philox4x64_10(key, counter):
+    """numpy.random.Philox increments its 256-bit counter before each block: its first four
+    raw words are Philox4x64-10 at counter + 1, the next four at counter + 2."""
+    ref = np.random.Philox(key=np.array(key, dtype=U64), counter=np.array(counter, dtype=U64)).random_raw(8)
+    out = np.empty(4, dtype=U64)
+    value = sum(w << (64 * i) for i, w in enumerate(counter))          # word 0 least significant
+    for block in range(2):
+        c = (value + 1 + block) % 2 ** 256
+        words = [U64((c >> (64 * i)) & (2 ** 64 - 1)) for i in range(4)]
+        _kernels.philox4x64(*words, U64(key[0]), U64(key[1]), out)
+        np.testing.assert_array_equal(out, ref[4 * block:4 * block + 4])
+
+
+def test_lemire_draw_is_the_multiply_shift_of_philox_words():
+    """B = 1: Floyd's single step draws t uniform in [0, N - 1] from the agent's block 0 at
+    counter (0, j, draw, 0): (x N) >> 32 for the first 32-bit word x (low half of Philox's
+    first word, then its high half, ...) that Lemire's test accepts."""
+    key, draw, j, N = 987654321, 17, 3, 1000
+    out = np.empty(4, dtype=U64)
+    _kernels.philox4x64(U64(0), U64(j), U64(draw), U64(0), U64(key), U64(0), out)
+    words = [int(w) for w in out]
+    x = [w & 0xFFFFFFFF if h == 0 else w >> 32 for w in words for h in (0, 1)]
+    threshold = (2 ** 32) % N
+    first = next(v for v in x if (v * N) % 2 ** 32 >= threshold)
+    sizes = np.full(5, N)
+    assert batch_indices(key, draw, np.array([j]), sizes, 1)[0, 0] == (first * N) >> 32
+
+
+def test_batches_are_deterministic_and_counter_based():
+    sizes = np.array([7, 30, 12, 500, 9])
+    a = batch_indices(11, 4, np.arange(5), sizes, 6)
+    np.testing.assert_array_equal(a, batch_indices(11, 4, np.arange(5), sizes, 6))
+    assert a.dtype == np.int64 and a.shape == (5, 6)
+    assert not np.array_equal(a, batch_indices(11, 5, np.arange(5), sizes, 6))     # another draw
+    assert not np.array_equal(a, batch_indices(12, 4, np.arange(5), sizes, 6))     # another key
+
+
+def test_an_agents_batch_does_not_depend_on_the_other_participants():
+    """Agent j's row is the same whether drawn alone, with all agents, in any order, or with
+    other agents' sizes changed: it depends on (key, draw, j, N_j, B) only."""
+    rng = np.random.default_rng(0)
+    S, B = 40, 5
+    sizes = rng.integers(B, 60, size=S)
+    for draw in range(5):
+        every = batch_indices(99, draw, np.arange(S), sizes, B)
+        perm = rng.permutation(S)[:13]
+        some = batch_indices(99, draw, perm, sizes, B)
+        other_sizes = sizes.copy()
+        other_sizes[np.arange(S) % 2 == 0] += 7
+        odd = np.arange(1, S, 2)
+        for j in range(S):
+            np.testing.assert_array_equal(batch_indices(99, draw, np.array([j]), sizes, B)[0], every[j])
+        np.testing.assert_array_equal(some, every[perm])
+        np.testing.assert_array_equal(batch_indices(99, draw, odd, other_sizes, B), every[odd])
+
+
+@pytest.mark.parametrize("sizes,B", [([9, 9, 9, 9], 4), ([5, 9, 7], 3), ([6, 6], 1), ([4, 4, 4], 4),
+                                     ([100, 3, 1000], 3), ([2 ** 20, 50], 50), ([10, 11], 10)])
+def test_each_row_holds_B_distinct_ascending_indices_below_N_j(sizes, B):
+    sizes = np.array(sizes)
+    for draw in range(30):
+        idx = batch_indices(3, draw, np.arange(len(sizes)), sizes, B)
+        assert idx.shape == (len(sizes), B)
+        for row, n in zip(idx, sizes):
+            assert np.all(np.diff(row) > 0) and row[0] >= 0 and row[-1] < n
+
+
+def test_full_rows_are_every_sample():
+    np.testing.assert_array_equal(batch_indices(1, 0, np.array([0, 1]), np.array([4, 9]), 4)[0],
+                                  np.arange(4))
+
+
+@pytest.mark.parametrize("N,B", [(20, 3), (20, 17), (200, 10)])
+def test_each_sample_is_included_with_probability_B_over_N(N, B):
+    """Inclusion counts over n draws (all draws of agent 2 at sizes N): chi-square of the N
+    counts against n B / N each. The counts sum to n B, and each is Binomial(n, B/N), so
+    sum (c - n B/N)^2 / (n B/N) * N/(N - B) ~ chi2(N - 1); test at level 1e-4."""
+    n = 4000
+    sizes = np.full(3, N)
+    counts = np.zeros(N)
+    for draw in range(n):
+        counts[batch_indices(2024, draw, np.array([2]), sizes, B)[0]] += 1
+    expect = n * B / N
+    chi2 = float(((counts - expect) ** 2).sum() / expect) * N / (N - B)
+    assert chi2 < stats.chi2.ppf(1 - 1e-4, N - 1), chi2
+
+
+def test_every_B_subset_is_equally_likely():
+    """N = 5, B = 2: the 10 subsets over 20000 draws, chi-square against 2000 each (9 degrees of
+    freedom, level 1e-4); over the 40 agents of one draw as well (another part of the stream)."""
+    N, B = 5, 2
+    subsets = {c: i for i, c in enumerate(combinations(range(N), B))}
+    counts = np.zeros(len(subsets))
+    for draw in range(500):
+        for row in batch_indices(7, draw, np.arange(40), np.full(40, N), B):
+            counts[subsets[tuple(row)]] += 1
+    expect = counts.sum() / len(subsets)
+    chi2 = float(((counts - expect) ** 2).sum() / expect)
+    assert chi2 < stats.chi2.ppf(1 - 1e-4, len(subsets) - 1), (chi2, counts)
+
+
+def test_sampler_draws_through_batch_indices_and_counts_draws():
+    sizes = np.array([12, 15, 9, 20])
+    rng = np.random.default_rng(5)
+    sampler = AgentSampler(rng, sizes, 4, 2)
+    assert sampler.draw == 0 and 0 <= sampler.key < 2 ** 63
+    assert sampler.key == AgentSampler(np.random.default_rng(5), sizes, 4, 2).key
+    for c in range(6):
+        agents = sampler.participants()
+        b = sampler.batches(agents)
+        assert sampler.draw == c + 1
+        np.testing.assert_array_equal(np.asarray(b), batch_indices(sampler.key, c, agents, sizes, 4))
+        np.testing.assert_array_equal(b.mask.sum(axis=1), [4, 4])
+
+
+def test_full_batches_keep_the_shortcut_and_count_the_draw():
+    sampler = AgentSampler(np.random.default_rng(0), np.full(3, 6), 6)
+    b = sampler.batches(np.arange(3))
+    np.testing.assert_array_equal(np.asarray(b), np.broadcast_to(np.arange(6), (3, 6)))
+    assert sampler.batches(np.arange(3)) is b and sampler.draw == 2
+
+
+def test_participants_do_not_depend_on_the_batch_size():
+    """The run's Generator feeds only the key and the participants: the same agents whatever B."""
+    a = AgentSampler(np.random.default_rng(4), np.full(10, 8), 2, 3)
+    b = AgentSampler(np.random.default_rng(4), np.full(10, 8), 8, 3)
+    for _ in range(5):
+        agents = a.participants()
+        np.testing.assert_array_equal(agents, b.participants())
+        a.batches(agents)
+        b.batches(agents)
+
+
+@pytest.mark.parametrize("args,match", [
+    (dict(B=0), "B=0 must be in"), (dict(B=8), "B=8 must be in"),
+    (dict(agents=np.array([0, 4])), "agents must lie in"), (dict(key=-1), "key=-1"),
+    (dict(draw=-2), "draw=-2"), (dict(agents=np.array([[0]])), "1-D integer")])
+def test_bad_arguments_are_refused(args, match):
+    kw = dict(key=1, draw=0, agents=np.array([0, 1]), local_sizes=np.array([7, 9, 8, 10]), B=3)
+    kw.update(args)
+    with pytest.raises(ValueError, match=match):
+        batch_indices(**kw)
+
+
+def test_sampler_version_is_two():
+    assert SAMPLER_VERSION == 2
