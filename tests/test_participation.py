@@ -28,7 +28,9 @@ class ScriptedRng:
         assert row.shape == (size,)
         return row
 
-    def integers(self, n):
+    def integers(self, n, high=None, dtype=None):
+        if high is not None:           # the sampler's mini-batch key (not a scheme's draw)
+            return np.int64(12345)
         j = self.picks.pop(0)
         assert 0 <= j < n
         return j
@@ -129,11 +131,13 @@ def test_bernoulli_joins_follow_the_true_probabilities():
 
 def test_uniform_scheme_is_the_integer_participation_draw_for_draw():
     """participation: 3 and {scheme: uniform, s: 3} draw the same agents as the sampler always
-    did (sorted rng.choice without replacement), with N_j-proportional weights."""
+    did (sorted rng.choice without replacement, after the mini-batch key), with N_j-proportional
+    weights."""
     sizes = np.array([4, 7, 5, 9, 6])
     a = AgentSampler(np.random.default_rng(9), sizes, 2, 3)
     b = AgentSampler(np.random.default_rng(9), sizes, 2, {"scheme": "uniform", "s": 3})
     ref = np.random.default_rng(9)
+    ref.integers(0, 2 ** 63, dtype=np.int64)          # the mini-batch key, drawn at construction
     for _ in range(20):
         x, y = a.participants(), b.participants()
         np.testing.assert_array_equal(x, y)
