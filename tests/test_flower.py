@@ -201,7 +201,7 @@ def test_bad_replies_are_refused_by_name_and_the_round_proceeds(tmp_path, data):
         assert sorted((r["round"], r["agent"]) for r in refused) == [(t, a) for t in (1, 2) for a in (1, 2, 3)]
         reasons = {r["agent"]: r["reason"] for r in refused if r["round"] == 1}
         assert "NaN" in reasons[1]
-        assert "shape (7,), expected (9,)" in reasons[2]
+        assert "shape (8,), expected (9,)" in reasons[2]
         assert ("off the manifold" if k == "avg" else "tangent space") in reasons[3]
         x = problem.initial_point(stream(s["seed"], "init", "cpesph"))
         xs = io.read_arrays(jobs[k]["iterates"])["x"]
