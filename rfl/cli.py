@@ -160,6 +160,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("reference", type=_npz)
     p.add_argument("out_table")
     p.add_argument("out_meta")
+    p = sub.add_parser("flower", help="execute one run on Flower's simulation engine (needs flwr)")
+    p.add_argument("spec", type=_existing)
+    p.add_argument("data", type=_npz)
+    p.add_argument("reference", type=_npz)
+    p.add_argument("out_table")
+    p.add_argument("out_meta")
+    p.add_argument("--num-cpus", type=int, default=1, help="cores the simulation engine may use")
     p = sub.add_parser("runs", help="execute several runs in one process (aligned lists)")
     p.add_argument("--specs", nargs="+", type=_existing, required=True)
     p.add_argument("--data", nargs="+", type=_npz, required=True)
@@ -219,7 +226,7 @@ def _unknown_options(parser: argparse.ArgumentParser, argv: list[str]) -> str | 
 #: per subcommand, the arguments that name files it writes, and the suffixes it writes beside them
 _OUTPUTS = {
     "data": (("out",), ()), "reference": (("out",), ()),
-    "run": (("out_table", "out_meta"), ()), "runs": (("tables", "metas"), ()),
+    "run": (("out_table", "out_meta"), ()), "flower": (("out_table", "out_meta"), ()), "runs": (("tables", "metas"), ()),
     "figure": (("out_pdf",), (".png",)), "fetch-school": (("out",), ()),
     "table1": (("out_csv",), (".md", ".tex")), "table2": (("out_csv",), (".md", ".tex")),
     "heterogeneity": (("out_pdf", "out_csv"), (".png", ".md")),
@@ -287,7 +294,8 @@ def _main(argv: list[str]) -> int:
     try:
         if args.command == "runs":            # every spec checked before any run starts
             specs = [read_spec(path, "run") for path in args.specs]
-        spec = None if args.command in ("validate", "runs") else read_spec(args.spec, args.command)
+        spec = None if args.command in ("validate", "runs") else read_spec(
+            args.spec, "run" if args.command == "flower" else args.command)
         if args.command in ("table2", "heterogeneity", "lsa") and not args.runs:
             raise SpecError(f"{args.command}: no run table given; allowed: the run tables "
                             f"(RUN.csv, with RUN.meta.json beside) of the experiments of {args.spec}")
@@ -320,6 +328,18 @@ def _main(argv: list[str]) -> int:
         elif args.command == "run":
             from rfl.runner import run
             run(spec, args.data, args.reference, args.out_table, args.out_meta)
+        elif args.command == "flower":
+            try:
+                from rfl.flower.server import STRATEGIES, run_flower
+            except ImportError as exc:
+                from rfl.flower import MISSING
+                print(f"rfl: error: {MISSING} ({exc})", file=sys.stderr)
+                return 1
+            if spec["algorithm"]["name"] not in STRATEGIES:
+                raise SpecError(f"{args.spec}: algorithm {spec['algorithm']['name']!r} has no Flower "
+                                f"strategy; allowed: {', '.join(STRATEGIES)}")
+            run_flower(spec, args.data, args.reference, args.out_table, args.out_meta,
+                       num_cpus=args.num_cpus)
         elif args.command == "runs":
             from rfl.runner import run_setting
             run_setting(zip(specs, args.data, args.references, args.tables, args.metas))
