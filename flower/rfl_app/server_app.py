@@ -23,4 +23,4 @@ def main(grid: Grid, context: Context) -> None:
         Path(str(out)).parent.mkdir(parents=True, exist_ok=True)
     server_main(grid, spec, str(cfg["data"]), str(cfg["reference"]), str(cfg["out-table"]),
                 str(cfg["out-meta"]), iterates=str(cfg.get("iterates", "")) or None,
-                timeout=float(cfg.get("timeout", 120.0)))
+                timeout=float(cfg.get("timeout", 120.0)), evaluate=bool(cfg.get("evaluate", True)))

@@ -111,9 +111,11 @@ def svrg_reference() -> str:
 
 
 def server_main(grid: Grid, spec: dict, data_npz, reference_npz, out_table, out_meta,
-                iterates=None, timeout: float | None = 120.0, connect_timeout: float = 60.0):
+                iterates=None, timeout: float | None = 120.0, connect_timeout: float = 60.0,
+                evaluate: bool = True):
     """Run ``spec`` with its rounds on ``grid``'s nodes and write rfl's run files (and, if
-    ``iterates`` names a file, the server iterates x_1..x_T as its array "x": (T, *point_shape))."""
+    ``iterates`` names a file, the server iterates x_1..x_T as its array "x": (T, *point_shape));
+    ``evaluate``: ask every node for f_j(x_T) at the end (one more message exchange)."""
     start = time.time()
     name = spec["algorithm"]["name"]
     if name not in STRATEGIES:
@@ -124,13 +126,15 @@ def server_main(grid: Grid, spec: dict, data_npz, reference_npz, out_table, out_
     S = int(np.asarray(problem.local_sizes).shape[0])
     pc = problem_config(spec, data_npz)
     nodes, sizes = greet(grid, wait_for_nodes(grid, S, connect_timeout), pc, S, timeout)
+    log(logging.INFO, "rfl: %d nodes greeted after %.1f s", S, time.time() - start)
     extra = {"svrg_reference": svrg_reference()} if name == "rfedsvrg" else {}
     strategy = STRATEGIES[name](algorithm, nodes, sizes, pc, timeout=timeout, **extra)
     strategy.summary()
     rounds = FlowerRounds(strategy, grid, timeout)
     table = runner.execute(spec, problem, ref["x_star"], float(ref["F_star"]), algorithm=rounds)
+    log(logging.INFO, "rfl: %d rounds done after %.1f s", len(table) - 1, time.time() - start)
     final = None
-    if rounds.x is not None:
+    if evaluate and rounds.x is not None:
         replies = grid.send_and_receive(
             strategy.configure_evaluate(len(table), to_record(x=rounds.x), ConfigRecord(), grid),
             timeout=timeout)
