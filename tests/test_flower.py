@@ -64,6 +64,14 @@ CASES = {   # name: (dataset, algorithm, K, B, participation)
     "mbcfsti_ags_mini": ("mbcfsti", "rfedags", 2, 3, 2),
 }
 FAULTS = {1: "nan", 2: "shape", 3: "off-manifold"}
+FAULT_SPECS = {"faults_avg": ("cpesph", "rfedavg", 2, 20), "faults_ags": ("cpesph", "rfedags", 2, 20),
+               "faults_svrg": ("cpesph", "rfedsvrg", 2, 20)}
+
+
+def fault_spec(*case):
+    spec = make_spec(*case)
+    spec.update(experiment="flower_faults", rounds=2)
+    return spec
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +99,8 @@ def flower_runs(tmp_path_factory, data):
 
     d = tmp_path_factory.mktemp("flower_runs")
     jobs = {name: job(d, name, make_spec(*case), data) for name, case in CASES.items()}
-    run_flower_jobs(list(jobs.values()))
+    jobs.update({name: job(d, name, fault_spec(*case), data) for name, case in FAULT_SPECS.items()})
+    run_flower_jobs(list(jobs.values()), faults={"flower_faults": FAULTS})
     return {name: (jobs[name]["spec"], jobs[name]) for name in jobs}
 
 
@@ -179,39 +188,62 @@ def test_flower_run_table_is_rfl_runs_and_draws(flower_runs, data, name, tmp_pat
     assert pdf.stat().st_size > 0
 
 
-def test_bad_replies_are_refused_by_name_and_the_round_proceeds(tmp_path, data):
-    """Agents 1, 2, 3 send a NaN, a wrong shape, a point off the sphere: each is refused with
-    a reason naming its node and agent, and x_{t+1} is agent 0's aggregate alone."""
-    from rfl.flower.server import run_flower_jobs
-
-    specs = {"avg": make_spec("cpesph", "rfedavg", 2, 20), "ags": make_spec("cpesph", "rfedags", 2, 20)}
-    for s in specs.values():
-        s["rounds"] = 2
-    jobs = {k: job(tmp_path, k, s, data) for k, s in specs.items()}
-    run_flower_jobs(list(jobs.values()), faults=FAULTS)
+@pytest.mark.parametrize("name", list(FAULT_SPECS))
+def test_bad_replies_are_refused_by_name_and_the_round_proceeds(flower_runs, data, name):
+    """Agents 1, 2, 3 send a NaN, a wrong shape, a point off the sphere (a vector off the
+    tangent space for RFedAGS; RFedSVRG's grad f_j(x_t) too): each is refused with a reason
+    naming its node and agent, and x_{t+1} is agent 0's update alone."""
+    spec, j = flower_runs[name]
+    algorithm = spec["algorithm"]["name"]
     npz, _ = data["cpesph"]
     problem = runner.load_problem(DATASETS["cpesph"], npz, GEOMETRY["cpesph"])
     m = problem.manifold
+    meta = json.loads(io.run_meta_path(j["out_table"]).read_text())
+    refused = meta["flower"]["refused"]
+    per_round = 2 if algorithm == "rfedsvrg" else 1          # both exchanges refuse them
+    assert sorted((r["round"], r["agent"]) for r in refused) == sorted(
+        (t, a) for t in (1, 2) for a in (1, 2, 3) for _ in range(per_round))
+    reasons = {}
+    for r in refused:
+        reasons.setdefault(r["agent"], set()).add(r["reason"])
+    node_of = {r["agent"]: r["node"] for r in refused}
+    assert all(r["node"] == node_of[r["agent"]] for r in refused) and len(set(node_of.values())) == 3
+    key = {"rfedags": "zeta", "rfedavg": "x", "rfedsvrg": "x"}[algorithm]
+    assert reasons[1] >= {f"array {key!r} has NaN or infinite entries"}
+    assert reasons[2] >= {f"array {key!r} has shape (8,), expected (9,)"}
+    bad3 = " ".join(reasons[3])
+    if algorithm == "rfedags":
+        assert "array 'zeta' is not in the tangent space at x_t" in bad3
+    else:
+        assert "array 'x' is off the manifold" in bad3
+    if algorithm == "rfedsvrg":     # the first exchange's grad f_j(x_t) is refused as well
+        assert "array 'g' has NaN or infinite entries" in reasons[1]
+        assert "array 'g' is not in the tangent space at x_t" in bad3
+    x = problem.initial_point(stream(spec["seed"], "init", "cpesph"))
+    xs = io.read_arrays(j["iterates"])["x"]
     full = lambda k: np.arange(20)[None]                        # noqa: E731
-    one = np.array([0])
-    for k, s in specs.items():
-        meta = json.loads(io.run_meta_path(jobs[k]["out_table"]).read_text()) \
-            if hasattr(io, "run_meta_path") else json.loads(jobs[k]["out_meta"].read_text())
-        refused = meta["flower"]["refused"]
-        assert sorted((r["round"], r["agent"]) for r in refused) == [(t, a) for t in (1, 2) for a in (1, 2, 3)]
-        reasons = {r["agent"]: r["reason"] for r in refused if r["round"] == 1}
-        assert "NaN" in reasons[1]
-        assert "shape (8,), expected (9,)" in reasons[2]
-        assert ("off the manifold" if k == "avg" else "tangent space") in reasons[3]
-        x = problem.initial_point(stream(s["seed"], "init", "cpesph"))
-        xs = io.read_arrays(jobs[k]["iterates"])["x"]
-        for t in range(2):
-            if k == "avg":
-                xK = local_sgd(problem, x[None], one, STEP["cpesph"], 2, full)
-                x = tangent_mean(m, x, xK, np.array([1.0]))
-            else:
-                zeta = gradient_stream(problem, x[None], one, STEP["cpesph"], 2, full)
-                x = retract_weighted_stream(m, x, zeta, np.array([1.0]))
-            np.testing.assert_allclose(xs[t], x, rtol=0, atol=1e-12)
-        table = pd.read_csv(jobs[k]["out_table"])
-        assert (table["status"] == "ok").all()
+    one, alpha = np.array([0]), STEP["cpesph"]
+    for t in range(2):
+        if algorithm == "rfedavg":
+            x = tangent_mean(m, x, local_sgd(problem, x[None], one, alpha, 2, full), np.array([1.0]))
+        elif algorithm == "rfedags":
+            zeta = gradient_stream(problem, x[None], one, alpha, 2, full)
+            x = retract_weighted_stream(m, x, zeta, np.array([1.0]))
+        else:   # grad f(x_t) from agent 0 alone: its correction vanishes, plain local steps
+            x = tangent_mean(m, x, local_sgd(problem, x[None], one, alpha, 2, full), np.array([1.0]))
+        np.testing.assert_allclose(xs[t], x, rtol=0, atol=1e-12, err_msg=f"round {t + 1}")
+    assert (pd.read_csv(j["out_table"])["status"] == "ok").all()
+
+
+def test_cli_refuses_an_algorithm_without_a_flower_strategy(tmp_path, data):
+    spec = make_spec("cpesph", "rfedproj", 2, 20)
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps(spec))
+    npz, ref = data["cpesph"]
+    r = subprocess.run([sys.executable, "-m", "rfl", "flower", str(path), str(npz), str(ref),
+                        str(tmp_path / "t.csv"), str(tmp_path / "t.meta.json")],
+                       capture_output=True, text=True)
+    assert r.returncode == 2
+    assert r.stderr.strip() == (f"rfl: error: {path}: algorithm 'rfedproj' has no Flower strategy; "
+                                "allowed: rfedags, rfedavg, rfedsvrg")
+    assert not (tmp_path / "t.csv").exists()

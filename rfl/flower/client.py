@@ -15,8 +15,9 @@ Messages (content "arrays" ArrayRecord, "config" ConfigRecord):
 * train -> arrays {zeta} (RFedAGS) or {x} (RFedAvg, RFedSVRG), metrics {agent, num-examples};
 * evaluate -> metrics {agent, num-examples, cost: f_j(x)}.
 
-``faults`` ({agent: "nan" | "shape" | "off-manifold"}) makes those agents corrupt their
-replies: the server's refusal of bad input is tested with it.
+``faults`` ({experiment: {agent: "nan" | "shape" | "off-manifold"}}) makes those agents
+corrupt their replies in the runs of that experiment: the server's refusal of bad input is
+tested with it.
 """
 
 from __future__ import annotations
@@ -66,11 +67,15 @@ def _corrupt(value: np.ndarray, fault: str, manifold) -> np.ndarray:
 
 def make_client_app(faults: dict | None = None) -> ClientApp:
     """The ClientApp (``faults``: see the module docstring; None for a correct client)."""
-    faults = {int(k): v for k, v in (faults or {}).items()}
-    for v in faults.values():
-        if v not in FAULTS:
-            raise ValueError(f"fault {v!r}; allowed: {', '.join(FAULTS)}")
+    faults = {str(e): {int(j): v for j, v in per.items()} for e, per in (faults or {}).items()}
+    for per in faults.values():
+        for v in per.values():
+            if v not in FAULTS:
+                raise ValueError(f"fault {v!r}; allowed: {', '.join(FAULTS)}")
     app = ClientApp()
+
+    def fault(msg, agent):
+        return faults.get(str(msg.content["config"].get("experiment", "")), {}).get(agent.agent)
 
     def _x(msg):
         return np.asarray(msg.content["arrays"]["x"].numpy(), dtype=float)
@@ -83,8 +88,8 @@ def make_client_app(faults: dict | None = None) -> ClientApp:
             return _reply(msg, agent)
         if phase == "full-gradient":
             g = agent.full_gradient(_x(msg))
-            if agent.agent in faults:
-                g = _corrupt(g, faults[agent.agent], agent.manifold)
+            if fault(msg, agent):
+                g = _corrupt(g, fault(msg, agent), agent.manifold)
             return _reply(msg, agent, {"g": g})
         raise ValueError(f"query phase {phase!r}; allowed: hello, full-gradient")
 
@@ -95,8 +100,8 @@ def make_client_app(faults: dict | None = None) -> ClientApp:
         arrays = msg.content["arrays"]
         g_ref = np.asarray(arrays["g_ref"].numpy(), dtype=float) if "g_ref" in arrays else None
         value = agent.train(_x(msg), cfg, g_ref)
-        if agent.agent in faults:
-            value = _corrupt(value, faults[agent.agent], agent.manifold)
+        if fault(msg, agent):
+            value = _corrupt(value, fault(msg, agent), agent.manifold)
         return _reply(msg, agent, {REPLY_KEY[str(cfg["algorithm"])]: value})
 
     @app.evaluate()

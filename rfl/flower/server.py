@@ -97,7 +97,7 @@ def greet(grid: Grid, node_ids, problem_config: dict, n_agents: int, timeout) ->
 def problem_config(spec: dict, data_file) -> dict:
     """The strings every message carries so that a client can load its problem."""
     ds = spec["dataset"]
-    return {"problem": ds["problem"], "params": json.dumps(ds["params"], sort_keys=True),
+    return {"experiment": str(spec["experiment"]), "problem": ds["problem"], "params": json.dumps(ds["params"], sort_keys=True),
             "geometry": json.dumps(spec.get("geometry") or {}, sort_keys=True),
             "data-file": str(Path(data_file).resolve())}
 
