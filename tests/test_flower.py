@@ -247,3 +247,27 @@ def test_cli_refuses_an_algorithm_without_a_flower_strategy(tmp_path, data):
     assert r.stderr.strip() == (f"rfl: error: {path}: algorithm 'rfedproj' has no Flower strategy; "
                                 "allowed: rfedags, rfedavg, rfedsvrg")
     assert not (tmp_path / "t.csv").exists()
+
+
+def test_a_node_holding_only_its_own_data_replies_as_its_row_of_the_full_file(tmp_path, data):
+    """A SuperNode given a file of its own agent's arrays (S = 1) computes what the agent's
+    row of the workflow's data file computes: same batches (drawn with the global id j),
+    same local steps, bit for bit."""
+    from rfl.flower.local import Agent
+
+    npz, _ = data["cpesph"]
+    Z = io.read_arrays(npz)["Z"]
+    own = tmp_path / "agent2.npz"
+    io.write_arrays(own, {"Z": Z[2:3]})
+    params = json.dumps(DATASETS["cpesph"]["params"])
+    geometry = json.dumps(GEOMETRY["cpesph"])
+    full = Agent.from_file("cpesph", params, geometry, str(npz), 2)
+    mine = Agent.from_file("cpesph", params, geometry, str(own), 2)
+    assert (full.row, mine.row, mine.n_local) == (2, 0, 20)
+    x = full.problem.initial_point(np.random.default_rng(0))
+    for name in ("rfedags", "rfedavg"):
+        cfg = {"algorithm": name, "alpha": 0.5, "K": 3, "B": 5, "key": "12345", "draw": 7}
+        np.testing.assert_array_equal(full.train(x, cfg), mine.train(x, cfg))
+    assert full.local_cost(x) == mine.local_cost(x)
+    with pytest.raises(ValueError, match="agent 9 is not in"):
+        Agent.from_file("cpesph", params, geometry, str(npz), 9)
