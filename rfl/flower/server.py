@@ -102,14 +102,6 @@ def problem_config(spec: dict, data_file) -> dict:
             "data-file": str(Path(data_file).resolve())}
 
 
-def svrg_reference() -> str:
-    """Which agents' gradients form grad f(x_t) in the in-process RFedSVRG: its declared
-    ``reference`` option if it has one, else the participants."""
-    from rfl.registry import ALGORITHMS
-    opt = ALGORITHMS["rfedsvrg"].options.get("reference", {})
-    return opt.get("default", "participants")
-
-
 def server_main(grid: Grid, spec: dict, data_npz, reference_npz, out_table, out_meta,
                 iterates=None, timeout: float | None = 120.0, connect_timeout: float = 60.0,
                 evaluate: bool = True):
@@ -127,8 +119,7 @@ def server_main(grid: Grid, spec: dict, data_npz, reference_npz, out_table, out_
     pc = problem_config(spec, data_npz)
     nodes, sizes = greet(grid, wait_for_nodes(grid, S, connect_timeout), pc, S, timeout)
     log(logging.INFO, "rfl: %d nodes greeted after %.1f s", S, time.time() - start)
-    extra = {"svrg_reference": svrg_reference()} if name == "rfedsvrg" else {}
-    strategy = STRATEGIES[name](algorithm, nodes, sizes, pc, timeout=timeout, **extra)
+    strategy = STRATEGIES[name](algorithm, nodes, sizes, pc, timeout=timeout)
     strategy.summary()
     rounds = FlowerRounds(strategy, grid, timeout)
     table = runner.execute(spec, problem, ref["x_star"], float(ref["F_star"]), algorithm=rounds)

@@ -17,8 +17,9 @@ A round (``configure_train`` -> replies -> ``aggregate_train``):
 
 RFedSVRG exchanges two messages per round: ``configure_train`` first asks the reference
 agents for grad f_j(x_t) (a "query" message), forms grad f(x_t) = sum_j p_j grad f_j(x_t),
-and sends it with the training messages. The reference agents are the round's
-participants, or all agents (``svrg_reference="all"``, Li & Ma's grad f).
+and sends it with the training messages. The agents asked are all S agents
+(``correction="all_agents"``, Li & Ma's grad f) or the round's participants
+(``correction="participants"``), as the in-process RFedSVRG's ``correction`` option says.
 
 ``configure_evaluate`` / ``aggregate_evaluate`` give the federated cost
 F(x) = sum_j p_j f_j(x) from every agent's local cost.
@@ -243,14 +244,15 @@ class RFedSVRGStrategy(RFedAvgStrategy):
 
     name = "rfedsvrg"
 
-    def __init__(self, *args, svrg_reference: str = "participants", **kwargs):
-        super().__init__(*args, **kwargs)
-        if svrg_reference not in ("participants", "all"):
-            raise ValueError(f"svrg_reference = {svrg_reference!r}; allowed: participants, all")
-        self.svrg_reference = svrg_reference
+    def __init__(self, algorithm, *args, **kwargs):
+        super().__init__(algorithm, *args, **kwargs)
+        # the in-process strategy's choice (its ``correction`` option where it has one)
+        self.correction = str(getattr(algorithm, "correction", "participants"))
+        if self.correction not in ("participants", "all_agents"):
+            raise ValueError(f"RFedSVRG correction = {self.correction!r}; allowed: participants, all_agents")
 
     def extra_payload(self, server_round, x_t, agents, grid):
-        ref = np.arange(len(self.nodes)) if self.svrg_reference == "all" else agents
+        ref = np.arange(len(self.nodes)) if self.correction == "all_agents" else agents
         content = RecordDict({"arrays": to_record(x=x_t),
                               "config": self._config(phase="full-gradient")})
         replies = grid.send_and_receive(self._messages(ref, content, MessageType.QUERY),
