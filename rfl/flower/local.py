@@ -49,7 +49,7 @@ class Agent:
 
     @classmethod
     def from_file(cls, problem: str, params_json: str, geometry_json: str, data_file: str,
-                  agent: int) -> "Agent":
+                  agent: int) -> Agent:
         """Agent j of the data file: its row j, or row 0 of a file that holds one agent only
         (a node given only its own data)."""
         p = load_problem(problem, params_json, geometry_json, data_file)

@@ -28,15 +28,27 @@ F(x) = sum_j p_j f_j(x) from every agent's local cost.
 from __future__ import annotations
 
 import logging
-from typing import Iterable
+from collections.abc import Iterable
 
 import numpy as np
-from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MessageType, MetricRecord, RecordDict
+from flwr.app import (
+    Array,
+    ArrayRecord,
+    ConfigRecord,
+    Message,
+    MessageType,
+    MetricRecord,
+    RecordDict,
+)
 from flwr.common.logger import log
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Strategy
 
-from rfl.algorithms.aggregation import retract_weighted_stream, tangent_mean, weighted_mean
+from rfl.algorithms.aggregation import (
+    retract_weighted_stream,
+    tangent_mean,
+    weighted_mean,
+)
 from rfl.flower.local import REPLY_KEY
 from rfl.flower.sampling import advance
 
@@ -167,6 +179,10 @@ class RiemannianStrategy(Strategy):
     def configure_train(self, server_round: int, arrays: ArrayRecord, config: ConfigRecord,
                         grid: Grid) -> Iterable[Message]:
         """Round t = server_round - 1 from x_t = arrays["x"]: messages to the participants."""
+        if self.sampler is None:
+            raise RuntimeError("the strategy has no sampler: drive it with rfl.flower.server "
+                               "(FlowerRounds / server_main), or set strategy.sampler to the run's "
+                               "AgentSampler before the first round")
         t = server_round - 1
         x_t = np.asarray(arrays["x"].numpy(), dtype=float)
         agents = self.sampler.participants()
