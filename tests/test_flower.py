@@ -19,6 +19,8 @@ import json
 import subprocess
 import sys
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -100,8 +102,29 @@ def flower_runs(tmp_path_factory, data):
     d = tmp_path_factory.mktemp("flower_runs")
     jobs = {name: job(d, name, make_spec(*case), data) for name, case in CASES.items()}
     jobs.update({name: job(d, name, fault_spec(*case), data) for name, case in FAULT_SPECS.items()})
-    run_flower_jobs(list(jobs.values()), faults={"flower_faults": FAULTS})
-    return {name: (jobs[name]["spec"], jobs[name]) for name in jobs}
+    experiment = experiment_setup(d)
+    run_flower_jobs(list(jobs.values()) + experiment, faults={"flower_faults": FAULTS})
+    out = {name: (jobs[name]["spec"], jobs[name]) for name in jobs}
+    out["experiment"] = experiment
+    return out
+
+
+def experiment_setup(d):
+    """The jobs ``rfl flower --config ... --experiment cpesph_fixed`` runs, for a copy of the
+    smoke config writing under ``d`` (its data and reference made first, as snakemake would)."""
+    from rfl import config as rflconfig
+    from rfl.flower.server import experiment_jobs
+
+    text = Path("config/smoke.yaml").read_text()
+    cfg_path = d / "smoke.yaml"
+    cfg_path.write_text(text.replace('output_dir: ".smoke/"', f'output_dir: "{d}/"'))
+    cfg = rflconfig.load(cfg_path)
+    ds = rflconfig.dataset_spec(cfg, "cpesph", "fixed")
+    (d / "results/data/cpesph").mkdir(parents=True)
+    (d / "results/reference/cpesph").mkdir(parents=True)
+    runner.generate_data(ds, d / "results/data/cpesph/fixed.npz")
+    runner.compute_reference(ds, d / "results/data/cpesph/fixed.npz", d / "results/reference/cpesph/fixed.npz")
+    return experiment_jobs(cfg_path, "cpesph_fixed")
 
 
 def simulator_iterates(spec, data, counted: bool):
@@ -271,3 +294,39 @@ def test_a_node_holding_only_its_own_data_replies_as_its_row_of_the_full_file(tm
     assert full.local_cost(x) == mine.local_cost(x)
     with pytest.raises(ValueError, match="agent 9 is not in"):
         Agent.from_file("cpesph", params, geometry, str(npz), 9)
+
+
+def test_an_experiment_of_the_config_runs_through_flower_and_draws(flower_runs, tmp_path):
+    """Every run of the smoke config's cpesph_fixed (the jobs ``rfl flower --config
+    --experiment`` runs) is written under results/flower/ with rfl run's format, and the
+    experiment's figure draws from them."""
+    from rfl import config as rflconfig
+
+    jobs = flower_runs["experiment"]
+    cfg = rflconfig.load("config/smoke.yaml")
+    want = [s["run_id"] for s in rflconfig.expand_runs(cfg) if s["experiment"] == "cpesph_fixed"]
+    assert [j["spec"]["run_id"] for j in jobs] == want and len(want) == 6
+    tables = []
+    for j in jobs:
+        assert j["out_table"].parent.parts[-3:] == ("results", "flower", "cpesph_fixed")
+        table, meta = io.read_run_table(j["out_table"])
+        assert meta["engine"] == "flower" and len(table) == j["spec"]["rounds"] + 1
+        assert (table["status"] == "ok").all() and table["excess_risk"].iloc[-1] < table["excess_risk"].iloc[0]
+        tables.append(str(j["out_table"]))
+    fig_spec = tmp_path / "fig.json"
+    fig_spec.write_text(json.dumps({"title": "cpesph_fixed on Flower", "metrics": ["excess_risk"],
+                                    "x": ["round", "floats"]}))
+    r = subprocess.run([sys.executable, "-m", "rfl", "figure", str(fig_spec), str(tmp_path / "f.pdf"),
+                        *tables], capture_output=True, text=True, check=False)
+    assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--experiment", "cpesph_fixed"], "--config and --experiment go together"),
+    ([], "give SPEC DATA REFERENCE OUT_TABLE OUT_META"),
+    (["--config", "config/smoke.yaml", "--experiment", "nope"], "no experiment 'nope'; allowed: "),
+])
+def test_cli_flower_argument_errors(args, message):
+    r = subprocess.run([sys.executable, "-m", "rfl", "flower", *args], capture_output=True,
+                       text=True, check=False)
+    assert r.returncode == 2 and message in r.stderr and len(r.stderr.strip().splitlines()) == 1

@@ -166,6 +166,42 @@ def make_server_app(jobs: list[dict], errors: list | None = None, **kwargs) -> S
     return app
 
 
+def experiment_jobs(config_path, experiment: str, out_dir=None) -> list[dict]:
+    """The jobs of every run of ``experiment`` in the workflow config ``config_path``: the
+    specs the workflow expands, its data and reference files (results/data|reference/...
+    under the config's output_dir, which must exist), and the outputs
+    ``out_dir``/RUN_ID.csv (+ .meta.json), by default OUT/results/flower/EXPERIMENT/.
+    Raises ``rfl.config.ConfigError`` naming what is missing or allowed."""
+    from rfl import config as rflconfig
+
+    cfg = rflconfig.load(config_path)
+    if experiment not in cfg["experiments"]:
+        raise rflconfig.ConfigError(f"{config_path}: no experiment {experiment!r}; allowed: "
+                                    f"{', '.join(cfg['experiments'])}")
+    out = cfg.get("output_dir", "")
+    target = Path(out_dir) if out_dir else Path(f"{out}results/flower/{experiment}")
+    jobs = []
+    for spec in rflconfig.expand_runs(cfg):
+        if spec["experiment"] != experiment:
+            continue
+        name = spec["algorithm"]["name"]
+        if name not in STRATEGIES:
+            raise rflconfig.ConfigError(f"{config_path}: experiment {experiment!r} runs {name!r}, "
+                                        f"which has no Flower strategy; allowed: {', '.join(STRATEGIES)}")
+        ds = spec["dataset"]
+        data, ref = (Path(f"{out}results/{kind}/{ds['name']}/{ds['instance']}.npz")
+                     for kind in ("data", "reference"))
+        for path in (data, ref):
+            if not path.is_file():
+                raise rflconfig.ConfigError(f"{path} is missing; build it first: snakemake --cores 1 "
+                                            f"--configfile {config_path} {path}")
+        target.mkdir(parents=True, exist_ok=True)
+        jobs.append(dict(spec=spec, data_npz=data, reference_npz=ref,
+                         out_table=target / f"{spec['run_id']}.csv",
+                         out_meta=target / f"{spec['run_id']}.meta.json"))
+    return jobs
+
+
 def run_flower_jobs(jobs: list[dict], faults: dict | None = None, num_cpus: int = 1,
                     verbose: bool = False, **kwargs) -> list:
     """Run several specs on one start of Flower's simulation engine (as many virtual
