@@ -33,8 +33,6 @@ class FlowerRound:
     param_names = ["engine", "S"]
     timeout = 900
     unit = "seconds"
-    number = 1
-    repeat = 1
 
     def setup(self, engine, S):
         if engine == "flower":
