@@ -162,6 +162,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("reference", type=_npz)
     p.add_argument("out_table")
     p.add_argument("out_meta")
+    p = sub.add_parser("flower", help="execute one run (as rfl run), or every run of an experiment "
+                       "(--config, --experiment), on Flower's simulation engine (needs flwr)")
+    p.add_argument("spec", type=_existing, nargs="?")
+    p.add_argument("data", type=_npz, nargs="?")
+    p.add_argument("reference", type=_npz, nargs="?")
+    p.add_argument("out_table", nargs="?")
+    p.add_argument("out_meta", nargs="?")
+    p.add_argument("--config", type=_existing, help="a workflow config (with --experiment)")
+    p.add_argument("--experiment", help="the experiment of --config whose runs to execute; its "
+                   "data and references must exist (snakemake builds them)")
+    p.add_argument("--out-dir", default=None, help="where --experiment writes its run files "
+                   "(default: OUT/results/flower/EXPERIMENT/, OUT the config's output_dir)")
+    p.add_argument("--num-cpus", type=int, default=1, help="cores the simulation engine may use")
     p = sub.add_parser("runs", help="execute several runs in one process (aligned lists)")
     p.add_argument("--specs", nargs="+", type=_existing, required=True)
     p.add_argument("--data", nargs="+", type=_npz, required=True)
@@ -224,7 +237,7 @@ def _unknown_options(parser: argparse.ArgumentParser, argv: list[str]) -> str | 
 #: per subcommand, the arguments that name files it writes, and the suffixes it writes beside them
 _OUTPUTS = {
     "data": (("out",), ()), "reference": (("out",), ()),
-    "run": (("out_table", "out_meta"), ()), "runs": (("tables", "metas"), ()),
+    "run": (("out_table", "out_meta"), ()), "flower": (("out_table", "out_meta"), ()), "runs": (("tables", "metas"), ()),
     "figure": (("out_pdf",), (".png",)), "fetch-school": (("out",), ()),
     "fetch-source": (("out",), ()),
     "table1": (("out_csv",), (".md", ".tex")), "table2": (("out_csv",), (".md", ".tex")),
@@ -257,6 +270,8 @@ def _check_outputs(args) -> str | None:
     for name in names:
         values = getattr(args, name)
         for value in values if isinstance(values, list) else [values]:
+            if value is None:                  # an optional output not given
+                continue
             for path in [value] + [str(Path(value).with_suffix(x)) for x in beside]:
                 why = _output_error(path)
                 if why:
@@ -281,6 +296,15 @@ def _main(argv: list[str]) -> int:
     why = _check_outputs(args)
     if why:
         parser.error(why)
+    if args.command == "flower":
+        one = [args.spec, args.data, args.reference, args.out_table, args.out_meta]
+        if args.config is None and args.experiment is None:
+            if None in one:
+                parser.error("flower: give SPEC DATA REFERENCE OUT_TABLE OUT_META (one run), or "
+                             "--config CONFIG --experiment NAME (every run of an experiment)")
+        elif args.config is None or args.experiment is None or any(v is not None for v in one):
+            parser.error("flower: --config and --experiment go together, without positional "
+                         "arguments")
     if args.command == "runs":
         lengths = {k: len(getattr(args, k)) for k in ("specs", "data", "references", "tables", "metas")}
         if len(set(lengths.values())) != 1:
@@ -293,7 +317,9 @@ def _main(argv: list[str]) -> int:
     try:
         if args.command == "runs":            # every spec checked before any run starts
             specs = [read_spec(path, "run") for path in args.specs]
-        spec = None if args.command in ("validate", "runs") else read_spec(args.spec, args.command)
+        spec = None if args.command in ("validate", "runs") or (
+            args.command == "flower" and args.config) else read_spec(
+            args.spec, "run" if args.command == "flower" else args.command)
         if args.command in ("table2", "heterogeneity", "lsa") and not args.runs:
             raise SpecError(f"{args.command}: no run table given; allowed: the run tables "
                             f"(RUN.csv, with RUN.meta.json beside) of the experiments of {args.spec}")
@@ -326,6 +352,23 @@ def _main(argv: list[str]) -> int:
         elif args.command == "run":
             from rfl.runner import run
             run(spec, args.data, args.reference, args.out_table, args.out_meta)
+        elif args.command == "flower":
+            try:
+                from rfl.flower.server import STRATEGIES, run_flower
+            except ImportError as exc:
+                from rfl.flower import MISSING
+                print(f"rfl: error: {MISSING} ({exc})", file=sys.stderr)
+                return 1
+            if spec is not None:
+                if spec["algorithm"]["name"] not in STRATEGIES:
+                    raise SpecError(f"{args.spec}: algorithm {spec['algorithm']['name']!r} has no "
+                                    f"Flower strategy; allowed: {', '.join(STRATEGIES)}")
+                run_flower(spec, args.data, args.reference, args.out_table, args.out_meta,
+                           num_cpus=args.num_cpus)
+            else:
+                from rfl.flower.server import experiment_jobs, run_flower_jobs
+                run_flower_jobs(experiment_jobs(args.config, args.experiment, args.out_dir),
+                                num_cpus=args.num_cpus)
         elif args.command == "runs":
             from rfl.runner import run_setting
             run_setting(zip(specs, args.data, args.references, args.tables, args.metas))

@@ -145,12 +145,14 @@ def make_algorithm(spec: dict, problem):
                a.get("participation"), **options)
 
 
-def execute(spec: dict, problem, x_star: np.ndarray, F_star: float) -> pd.DataFrame:
-    """Run one spec on a loaded problem and return its table (stops at divergence)."""
+def execute(spec: dict, problem, x_star: np.ndarray, F_star: float, algorithm=None) -> pd.DataFrame:
+    """Run one spec on a loaded problem and return its table (stops at divergence).
+    ``algorithm``: what yields the iterates (default: the spec's, in process; ``rfl.flower``
+    passes one whose rounds run on Flower)."""
     m = problem.manifold
     x0 = problem.initial_point(stream(spec["seed"], "init", spec["dataset"]["name"]))
     rng = stream(spec["seed"], "sampling", spec["experiment"], spec["run_id"])
-    algorithm = make_algorithm(spec, problem)
+    algorithm = make_algorithm(spec, problem) if algorithm is None else algorithm
     extra = list(problem.metrics)
 
     rows = []

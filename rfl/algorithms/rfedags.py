@@ -8,6 +8,50 @@ from .aggregation import retract_weighted_stream
 from .base import FederatedStrategy
 
 
+def gradient_stream(problem, x_t, agents, alpha, K, batches):
+    """Lines 3-10 of Algorithm 1 for the agents ``agents`` (s,) from the server point
+    ``x_t`` broadcast as (s, *point_shape): K retraction steps with step size ``alpha``,
+    ``batches(k)`` the (s, B) mini-batch of local step k = 0..K-1 (line 6); returns zeta
+    (s, *point_shape), zeta^j in T_{x_t} M. The one local step of RFedAGS, used by the
+    in-process strategy and by a Flower client serving one agent (``rfl.flower``)."""
+    m = problem.manifold
+    x = x_t.copy()                                # x^j_{t,0}
+    zeta = m.zero_vector(x)                       # line 4
+    for k in range(K):
+        eta = -alpha * problem.minibatch_rgrad(x, agents, batches(k))   # line 7
+        zeta += m.transport(x, x_t, eta)          # line 9 (uses x^j_{t,k-1})
+        x = m.retraction(x, eta)                  # line 8
+    return zeta
+
+
+def gradient_stream(problem, x_t, agents, alpha, K, batches, local_method="sgd"):
+    """Lines 3-10 of Algorithm 1 for the agents ``agents`` (s,) from the server point
+    ``x_t`` broadcast as (s, *point_shape): K retraction steps with step size ``alpha``,
+    ``batches(k)`` the (s, B) mini-batch of local step k = 0..K-1 (line 6); returns zeta
+    (s, *point_shape), zeta^j in T_{x_t} M. ``local_method``: "sgd" or "rsvrg" (see
+    ``RFedAGS``). The one local step of RFedAGS, used by the in-process strategy and by a
+    Flower client serving one agent (``rfl.flower``)."""
+    m = problem.manifold
+    x = x_t.copy()                                # x^j_{t,0}
+    zeta = m.zero_vector(x)                       # line 4
+    rsvrg = local_method == "rsvrg"
+    if rsvrg:                                     # g_j = grad f_j(x_t)
+        g_full = m.euclidean_to_riemannian_gradient(x_t, problem.local_egrad(x_t, agents))
+    for k in range(K):
+        batch = batches(k)                        # line 6: (s, B), drawn at every step
+        if not rsvrg:
+            v = problem.minibatch_rgrad(x, agents, batch)
+        elif k == 0:
+            v = g_full
+        else:
+            shift = problem.minibatch_rgrad(x_t, agents, batch) - g_full
+            v = problem.minibatch_rgrad(x, agents, batch) - m.transport(x_t, x, shift)
+        eta = -alpha * v                          # line 7
+        zeta += m.transport(x, x_t, eta)          # line 9 (uses x^j_{t,k-1})
+        x = m.retraction(x, eta)                  # line 8
+    return zeta
+
+
 class RFedAGS(FederatedStrategy):
     """Each agent j runs K retraction steps from x_t and accumulates its gradient stream
 
@@ -64,28 +108,10 @@ class RFedAGS(FederatedStrategy):
     def gradient_streams(self, x_t, t, sampler):
         """Lines 2-10 for the round's agents: ``(agents (s,), zeta (s, *point_shape))``, zeta^j
         in T_{x_t} M."""
-        m = self.manifold
         agents = sampler.participants()
-        s = agents.shape[0]
-        alpha = self.step_size(t)
-        x_server = self.broadcast(x_t, s)            # (s, *shape), the transport target
-        x = x_server.copy()                          # x^j_{t,0}
-        zeta = m.zero_vector(x)                      # line 4
-        rsvrg = self.local_method == "rsvrg"
-        if rsvrg:                                    # g_j = grad f_j(x_t)
-            g_full = m.euclidean_to_riemannian_gradient(x_server, self.problem.local_egrad(x_server, agents))
-        for k in range(self.K):
-            batch = sampler.batches(agents)          # line 6: (s, B)
-            if not rsvrg:
-                v = self.problem.minibatch_rgrad(x, agents, batch)
-            elif k == 0:
-                v = g_full
-            else:
-                shift = self.problem.minibatch_rgrad(x_server, agents, batch) - g_full
-                v = self.problem.minibatch_rgrad(x, agents, batch) - m.transport(x_server, x, shift)
-            eta = -alpha * v                         # line 7
-            zeta += m.transport(x, x_server, eta)    # line 9 (uses x^j_{t,k-1})
-            x = m.retraction(x, eta)                 # line 8
+        x_server = self.broadcast(x_t, agents.shape[0])     # (s, *shape), the transport target
+        zeta = gradient_stream(self.problem, x_server, agents, self.step_size(t), self.K,
+                               lambda k: sampler.batches(agents), self.local_method)   # line 6
         return agents, zeta
 
     def local_work(self, agents: np.ndarray) -> int:
