@@ -32,7 +32,8 @@ from rfl import io, runner
 from rfl.algorithms.aggregation import retract_weighted_stream, tangent_mean
 from rfl.algorithms.rfedags import gradient_stream
 from rfl.algorithms.rfedavg import local_sgd
-from rfl.flower.sampling import CountedSampler, agent_batch, batch_indices
+from rfl.algorithms.sampling import AgentSampler, batch_indices
+from rfl.flower.sampling import agent_batch
 from rfl.random import stream
 
 DATASETS = {
@@ -137,7 +138,7 @@ def simulator_iterates(spec, data, counted: bool):
     rng = stream(spec["seed"], "sampling", spec["experiment"], spec["run_id"])
     if not counted:
         return np.stack([x.copy() for _, x, _ in alg.iterate(x0, spec["rounds"], rng)])
-    sampler = CountedSampler(rng, problem.local_sizes, alg.batch_size, alg.participation)
+    sampler = AgentSampler(rng, problem.local_sizes, alg.batch_size, alg.participation)
     alg.reset(x0)
     xs, x = [], x0
     for t in range(spec["rounds"]):
@@ -174,7 +175,7 @@ def test_minibatches_and_partial_participation_equal_the_simulator(flower_runs, 
 def test_a_clients_batch_is_its_row_of_the_simulators_draw():
     """Agent j's batch from (key, draw) alone equals its row of the all-agents draw."""
     sizes = np.array([9, 12, 7, 12])
-    sampler = CountedSampler(np.random.default_rng(3), sizes, 4, None)
+    sampler = AgentSampler(np.random.default_rng(3), sizes, 4, None)
     agents = np.arange(4)
     for c in range(3):
         rows = np.asarray(sampler.batches(agents).indices)

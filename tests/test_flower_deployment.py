@@ -27,7 +27,7 @@ if shutil.which("flower-superlink") is None or shutil.which("flower-supernode") 
     pytest.skip("flower-superlink / flower-supernode are not on PATH", allow_module_level=True)
 
 from rfl import io, runner
-from rfl.flower.sampling import CountedSampler
+from rfl.algorithms.sampling import AgentSampler
 from rfl.random import stream
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -138,7 +138,7 @@ def test_superlink_and_three_supernodes_give_the_simulators_iterates(tmp_path):
     problem = runner.load_problem(ds, data, spec["geometry"])
     alg = runner.make_algorithm(spec, problem)
     x = problem.initial_point(stream(0, "init", "cpesph"))
-    sampler = CountedSampler(stream(0, "sampling", "deployment", "rfedags_K2"), problem.local_sizes,
+    sampler = AgentSampler(stream(0, "sampling", "deployment", "rfedags_K2"), problem.local_sizes,
                              alg.batch_size, alg.participation)
     got = io.read_arrays(out / "run.x.npz")["x"]
     for t in range(spec["rounds"]):

@@ -26,7 +26,7 @@ from flwr.serverapp import Grid, ServerApp
 
 from rfl import io, runner
 from rfl.algorithms.base import Counters
-from rfl.flower.sampling import COUNTER_BASED, CountedSampler
+from rfl.algorithms.sampling import AgentSampler
 from rfl.flower.strategies import STRATEGIES, to_record
 
 
@@ -43,7 +43,7 @@ class FlowerRounds:
     def iterate(self, x0, rounds, rng):
         alg = self.strategy.algorithm
         # the simulator's sampler, seeded by the run's stream: same participants, same key
-        self.strategy.sampler = CountedSampler(rng, self.strategy.local_sizes, alg.batch_size,
+        self.strategy.sampler = AgentSampler(rng, self.strategy.local_sizes, alg.batch_size,
                                                alg.participation)
         counters = Counters()
         arrays = to_record(x=x0)
@@ -140,7 +140,7 @@ def server_main(grid: Grid, spec: dict, data_npz, reference_npz, out_table, out_
         spec, start, status, rounds_completed=int(table["round"].iloc[-1]),
         F_star=float(ref["F_star"]), reference_method=str(ref["method"]),
         predictions=problem.predictions(spec), engine="flower",
-        flower={"flwr": flwr.__version__, "supernodes": S, "counter_based_sampler": COUNTER_BASED,
+        flower={"flwr": flwr.__version__, "supernodes": S,
                 "refused": strategy.refusals, "federated_cost_final": final}))
     io.write_table(out_table, table)
     log(logging.INFO, "rfl: wrote %s and %s", out_table, out_meta)
