@@ -711,6 +711,7 @@ COMMANDS = {      # positional arguments of each subcommand, with valid-looking 
     "heterogeneity": ["{d}/empty.json", "{d}/h.pdf", "{d}/h.csv", "{d}/good.csv"],
     "lsa": ["{d}/empty.json", "{d}/l.csv", "{d}/good.csv", "--figures", "{d}/l.pdf"],
     "reproduction": ["{d}/empty.json", "{d}/r.md"],
+    "flower": ["{d}/empty.json", "{d}/data.npz", "{d}/ref.npz", "{d}/o.csv", "{d}/o.meta.json"],
 }
 VARIADIC = {"data", "figure", "table2", "heterogeneity", "lsa"}
 
