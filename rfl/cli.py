@@ -26,8 +26,11 @@ import argparse
 import json
 import os
 import sys
+import time
 import zipfile
 from pathlib import Path
+
+CPU_RECORD_PREFIX = "rfl: cpu-record "
 
 
 class _Parser(argparse.ArgumentParser):
@@ -259,11 +262,36 @@ def _check_outputs(args) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    wall0 = time.perf_counter()
     try:
-        return _main(sys.argv[1:] if argv is None else list(argv))
+        status = _main(sys.argv[1:] if argv is None else list(argv))
     except KeyboardInterrupt:
         print("rfl: interrupted (Ctrl-C); no output of this step was completed", file=sys.stderr)
         return 130
+    if os.environ.get("RFL_CPU_RECORD", "").strip() == "1":
+        _print_cpu_record(wall0)
+    return status
+
+
+# CPU seconds of the process when its step starts working (interpreter, imports and argument
+# checks done): what every job pays before it computes anything.
+_work_start: float | None = None
+
+
+def _work_starts() -> None:
+    global _work_start
+    _work_start = time.process_time()
+
+
+def _print_cpu_record(wall0: float) -> None:
+    """One line on stderr (the job's log; the workflow sets RFL_CPU_RECORD=1): this process's
+    user + system CPU seconds, those spent before the step's work began (start-up), and the
+    wall seconds since ``main`` was entered. rfl.reporting.performance reads it back."""
+    t = os.times()
+    record = {"cpu_s": round(t.user + t.system + t.children_user + t.children_system, 4),
+              "startup_s": None if _work_start is None else round(_work_start, 4),
+              "wall_s": round(time.perf_counter() - wall0, 4)}
+    print(f"{CPU_RECORD_PREFIX}{json.dumps(record)}", file=sys.stderr)
 
 
 def _main(argv: list[str]) -> int:
@@ -313,18 +341,23 @@ def _main(argv: list[str]) -> int:
                 raise SpecError(f"{args.spec}: problem {spec['problem']!r} reads "
                                 f"{len(raw)} raw file(s) ({', '.join(raw) or 'none'}), got "
                                 f"{len(args.inputs)}; pass them after OUT.npz, in that order")
+            _work_starts()
             generate_data(spec, args.out, args.inputs)
         elif args.command == "reference":
             from rfl.runner import compute_reference
+            _work_starts()
             compute_reference(spec, args.data, args.out)
         elif args.command == "run":
             from rfl.runner import run
+            _work_starts()
             run(spec, args.data, args.reference, args.out_table, args.out_meta)
         elif args.command == "runs":
             from rfl.runner import run_setting
+            _work_starts()
             run_setting(zip(specs, args.data, args.references, args.tables, args.metas))
         elif args.command == "figure":
             from rfl.reporting.figures import experiment_figure
+            _work_starts()
             experiment_figure(spec, args.runs, args.out_pdf)
         elif args.command == "fetch-school":
             import pooch
@@ -332,30 +365,36 @@ def _main(argv: list[str]) -> int:
             from rfl.data.school import fetch_ilea
             pooch.get_logger().setLevel("WARNING")   # the error line, not a progress line
             out = Path(args.out)
+            _work_starts()
             got = fetch_ilea(out.parent, mirror=spec.get("mirror"))
             if got.resolve() != out.resolve():
                 raise RuntimeError(f"fetched {got}, expected {out}")
         elif args.command == "table1":
             from rfl.reporting.tables import table1
+            _work_starts()
             table1(spec, args.out_csv)
         elif args.command == "table2":
             from rfl.io import read_run_table
             from rfl.reporting.tables import table2
+            _work_starts()
             for path in args.runs:                           # every input checked first
                 read_run_table(path)
             table2(spec, args.out_csv, args.runs)
         elif args.command == "heterogeneity":
             from rfl.reporting.heterogeneity import heterogeneity
+            _work_starts()
             heterogeneity(spec, args.out_pdf, args.out_csv, args.runs)
         elif args.command == "lsa":
             from rfl.reporting.lsa import lsa_study
             if len(args.figures) != len(spec["settings"]):
                 raise SpecError(f"{args.spec}: {len(spec['settings'])} setting(s) "
                                 f"{spec['settings']}, but {len(args.figures)} figure(s) after --figures")
+            _work_starts()
             lsa_study(spec, args.out_csv, args.figures, args.runs)
         elif args.command == "reproduction":
             from rfl.io import read_run_table
             from rfl.reporting.reproduction import write_report
+            _work_starts()
             for experiment, paths in spec["runs"].items():   # every input checked first
                 if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
                     raise SpecError(f"{args.spec}: key 'runs.{experiment}' must be a list of "

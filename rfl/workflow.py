@@ -10,6 +10,7 @@ Output layout, under ``config["output_dir"]`` (OUT):
     results/data|reference/{dataset}/{instance}.npz
     results/runs/{experiment}/{run_id}.csv (+ .meta.json)
     figures/, paper_tables/      figures, tables, REPRODUCTION.md
+    results/benchmarks/...       one Snakemake benchmark record per job (named as its log)
     logs/                        one log per job (its stdout and stderr)
 """
 
@@ -28,8 +29,9 @@ LIGHT = {"mem_mb": 1000, "runtime": 10}
 TABLE_EXTENSIONS = ("csv", "md", "tex")
 FIGURE_EXTENSIONS = ("pdf", "png")
 # Every job: BLAS threads pinned to the rule's threads (no oversubscription under --cores N),
-# and no progress lines in the logs.
-PIN = "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS={threads} MKL_NUM_THREADS={threads} RFL_PROGRESS=0 "
+# no progress lines in the logs, and the job's CPU seconds as the log's last line
+# (rfl.reporting.performance reads them).
+PIN = "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS={threads} MKL_NUM_THREADS={threads} RFL_PROGRESS=0 RFL_CPU_RECORD=1 "
 
 
 def pinned(command: str) -> str:
@@ -89,6 +91,11 @@ class Plan:
     def log(self, relative: str) -> str:
         """The log file of a job: logs/``relative``.log."""
         return self.path(f"logs/{relative}.log")
+
+    def benchmark(self, relative: str) -> str:
+        """Snakemake's benchmark record of the job whose log is ``log(relative)``:
+        results/benchmarks/``relative``.tsv (the same name, so the two pair up)."""
+        return self.path(f"results/benchmarks/{relative}.tsv")
 
     def run_tables(self, experiment: str) -> list[str]:
         """Every run table of ``experiment``, in run order."""

@@ -12,6 +12,8 @@ rule figure:
         png=PLAN.path("figures/{figure}.png"),
     log:
         PLAN.log("figures/{figure}"),
+    benchmark:
+        PLAN.benchmark("figures/{figure}"),
     threads: 1
     resources:
         **LIGHT,
@@ -31,6 +33,8 @@ rule table1:
         tex=PLAN.path("paper_tables/table1_parameters.tex"),
     log:
         PLAN.log("table1"),
+    benchmark:
+        PLAN.benchmark("table1"),
     threads: 1
     resources:
         **LIGHT,
@@ -51,6 +55,8 @@ rule table2:
         tex=PLAN.path("paper_tables/table2_school_nmse.tex"),
     log:
         PLAN.log("table2"),
+    benchmark:
+        PLAN.benchmark("table2"),
     threads: 1
     resources:
         **LIGHT,
@@ -72,6 +78,8 @@ rule heterogeneity:
         md=PLAN.path("paper_tables/heterogeneity.md"),
     log:
         PLAN.log("heterogeneity"),
+    benchmark:
+        PLAN.benchmark("heterogeneity"),
     threads: 1
     resources:
         **LIGHT,
@@ -93,6 +101,8 @@ rule lsa:
         md=PLAN.path("paper_tables/fedlsa_bias.md"),
     log:
         PLAN.log("lsa"),
+    benchmark:
+        PLAN.benchmark("lsa"),
     threads: 1
     resources:
         **LIGHT,
@@ -112,6 +122,8 @@ rule reproduction:
         report(PLAN.path("paper_tables/REPRODUCTION.md"), category="Reproduction report"),
     log:
         PLAN.log("reproduction"),
+    benchmark:
+        PLAN.benchmark("reproduction"),
     threads: 1
     resources:
         **LIGHT,

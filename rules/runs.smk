@@ -16,6 +16,8 @@ for _experiment in PLAN.experiments:
             metas=PLAN.run_outputs(_experiment, "meta.json"),
         log:
             PLAN.log(f"runs/{_experiment}/{{setting}}"),
+        benchmark:
+            PLAN.benchmark(f"runs/{_experiment}/{{setting}}"),
         threads: 1
         resources:
             **PLAN.run_resources(_experiment),
