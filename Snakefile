@@ -11,8 +11,8 @@
 #
 #   rules/common.smk      config checks, the Plan (rfl/workflow.py), specs, constraints
 #   rules/data.smk        school_raw, data, reference
-#   rules/runs.smk        run_<experiment>: the seeds of one setting per job
-#   rules/reporting.smk   figure, table1, table2, heterogeneity, lsa, reproduction
+#   rules/runs.smk        run_<experiment>: the runs of one experiment per job
+#   rules/reporting.smk   figure, table1, table2, heterogeneity, lsa, reproduction, performance
 # Every job logs its stdout and stderr to OUT/logs/.
 
 from snakemake.utils import min_version

@@ -15,6 +15,11 @@
                                                 FedLSA vs SCAFFLSA with the predicted bias: the
                                                 table, one figure per setting of the spec (in order)
     rfl reproduction SPEC OUT.md                the computed reproduction report
+    rfl performance SPEC OUT.csv BENCH.tsv...   CPU seconds per rule kind and experiment (csv, md)
+                                                from the jobs' benchmark records and logs
+    rfl perf-table PERF.csv [--readme README.md]
+                                                the README's performance table, printed or
+                                                written between its markers
 
 Bad arguments exit with status 2 and one line on stderr: unknown commands, missing or
 unreadable files, a spec that is not JSON or lacks a key the step needs.
@@ -88,6 +93,7 @@ _SPEC_KEYS = {
     "heterogeneity": {"experiments_by_name": dict, "tail": (int, float)},
     "lsa": {"experiments": list, "settings": list, "tail": (int, float)},
     "reproduction": {"config": dict, "paper": dict, "runs": dict, "tables": dict},
+    "performance": {"benchmarks": str, "logs": str, "runs": str},
 }
 _TYPE_NAMES = {str: "a string", int: "an integer", float: "a number", dict: "a mapping",
                list: "a list"}
@@ -197,6 +203,20 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("reproduction", help="write the reproduction report")
     p.add_argument("spec", type=_existing)
     p.add_argument("out_md")
+    p = sub.add_parser("performance", help="write the CPU seconds per rule kind and experiment")
+    p.add_argument("spec", type=_existing)
+    p.add_argument("out_csv")
+    p.add_argument("benchmarks", nargs="*", type=_existing,
+                   help="the jobs' benchmark records (default: every one under the spec's directory)")
+    p = sub.add_parser("perf-table", help="the README's performance table")
+    p.add_argument("perf_csv", type=_existing, help="paper_tables/performance.csv of a full run")
+    p.add_argument("--asv", type=_existing, metavar="RESULT.json",
+                   help="an asv result file (.asv/results/MACHINE/COMMIT-ENV.json) to add its tracks")
+    p.add_argument("--readme", type=_existing, metavar="README.md",
+                   help="write the table between the README's performance-table markers "
+                        "instead of printing it")
+    p.add_argument("--check", action="store_true",
+                   help="with --readme: exit 1 if the README's table differs, writing nothing")
     return parser
 
 
@@ -227,6 +247,7 @@ _OUTPUTS = {
     "table1": (("out_csv",), (".md", ".tex")), "table2": (("out_csv",), (".md", ".tex")),
     "heterogeneity": (("out_pdf", "out_csv"), (".png", ".md")),
     "lsa": (("out_csv", "figures"), (".png", ".md")), "reproduction": (("out_md",), ()),
+    "performance": (("out_csv",), (".md",)),
 }
 
 
@@ -294,6 +315,18 @@ def _print_cpu_record(wall0: float) -> None:
     print(f"{CPU_RECORD_PREFIX}{json.dumps(record)}", file=sys.stderr)
 
 
+def _input_errors() -> tuple:
+    from rfl.config import ConfigError
+    from rfl.io import RunTableError, YAMLError
+    return ConfigError, RunTableError, YAMLError
+
+
+def _data_errors() -> tuple:
+    """(ChecksumMismatchError, DataUnavailableError) of rfl.data.school."""
+    from rfl.data.school import ChecksumMismatchError, DataUnavailableError
+    return ChecksumMismatchError, DataUnavailableError
+
+
 def _main(argv: list[str]) -> int:
     parser = build_parser()
     bad = _unknown_options(parser, argv)
@@ -308,14 +341,14 @@ def _main(argv: list[str]) -> int:
         if len(set(lengths.values())) != 1:
             parser.error("runs: --specs, --data, --references, --tables and --metas must have "
                          f"the same length, got {lengths}")
-    from rfl.config import ConfigError
-    from rfl.data.school import ChecksumMismatchError, DataUnavailableError
-    from rfl.io import RunTableError, YAMLError
-
+    # The error classes are looked up only when an exception is being matched (Python
+    # evaluates an except clause's tuple then): importing rfl.config (jsonschema, yaml) and
+    # rfl.data.school up front would cost every job that needs neither.
     try:
         if args.command == "runs":            # every spec checked before any run starts
             specs = [read_spec(path, "run") for path in args.specs]
-        spec = None if args.command in ("validate", "runs") else read_spec(args.spec, args.command)
+        spec = (None if args.command in ("validate", "runs", "perf-table")
+                else read_spec(args.spec, args.command))
         if args.command in ("table2", "heterogeneity", "lsa") and not args.runs:
             raise SpecError(f"{args.command}: no run table given; allowed: the run tables "
                             f"(RUN.csv, with RUN.meta.json beside) of the experiments of {args.spec}")
@@ -329,9 +362,9 @@ def _main(argv: list[str]) -> int:
                 mark = getattr(exc, "problem_mark", None)
                 where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
                 problem = getattr(exc, "problem", None) or type(exc).__name__
-                raise ConfigError(f"{args.config}: not valid YAML ({problem}{where})") from None
+                raise config.ConfigError(f"{args.config}: not valid YAML ({problem}{where})") from None
             except UnicodeDecodeError:
-                raise ConfigError(f"{args.config}: not valid YAML (not UTF-8 text)") from None
+                raise config.ConfigError(f"{args.config}: not valid YAML (not UTF-8 text)") from None
             print(f"{args.config}: valid")
         elif args.command == "data":
             from rfl.registry import PROBLEMS
@@ -402,13 +435,38 @@ def _main(argv: list[str]) -> int:
                 for path in paths:
                     read_run_table(path)
             write_report(spec, args.out_md)
-    except (ConfigError, SpecError, RunTableError, YAMLError) as exc:
+        elif args.command == "performance":
+            from rfl.reporting.performance import PerfInputError, write_performance
+            _work_starts()
+            try:
+                write_performance(spec, args.out_csv, args.benchmarks or None)
+            except (PerfInputError, ValueError) as exc:
+                raise SpecError(str(exc)) from None
+        elif args.command == "perf-table":
+            from rfl.reporting.performance import (
+                PerfInputError,
+                perf_table,
+                update_readme,
+            )
+            try:
+                table = perf_table(args.perf_csv, args.asv)
+                changed = args.readme is not None and update_readme(args.readme, table, check=args.check)
+            except PerfInputError as exc:
+                raise SpecError(str(exc)) from None
+            if args.readme is None:
+                print(table, end="")
+            elif changed:
+                print(f"{args.readme}: the performance table "
+                      + ("differs from the generated one" if args.check else "updated"),
+                      file=sys.stderr)
+                return 1 if args.check else 0
+    except (SpecError, *_input_errors()) as exc:
         print(f"rfl: error: {exc}", file=sys.stderr)
         return 2
-    except ChecksumMismatchError as exc:
+    except _data_errors()[0] as exc:
         print(f"rfl: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
-    except DataUnavailableError as exc:
+    except _data_errors()[1] as exc:
         print(f"rfl: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 1
     except OSError as exc:        # the machine (a full disk, a vanished file), not the inputs

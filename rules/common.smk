@@ -30,4 +30,3 @@ wildcard_constraints:
     dataset=alternatives(config["datasets"]),
     instance="fixed|seed[0-9]+",
     figure=alternatives(PLAN.figures),
-    setting="[A-Za-z0-9_]+",

@@ -131,3 +131,23 @@ rule reproduction:
         ENV
     shell:
         pinned("rfl reproduction {input.spec} {output} > {log} 2>&1")
+
+
+rule performance:
+    """CPU seconds per rule kind and per experiment, from every job's benchmark record and log
+    (rfl/reporting/performance.py)."""
+    input:
+        spec=PLAN.spec("tables/performance"),
+        benchmarks=PLAN.job_benchmarks(),
+    output:
+        csv=PLAN.path("paper_tables/performance.csv"),
+        md=PLAN.path("paper_tables/performance.md"),
+    log:
+        PLAN.log("performance"),
+    threads: 1
+    resources:
+        **LIGHT,
+    conda:
+        ENV
+    shell:
+        pinned("rfl performance {input.spec} {output.csv} {input.benchmarks} > {log} 2>&1")
