@@ -59,11 +59,13 @@ def alternatives(names) -> str:
 class Plan:
     """What the workflow makes from one validated config: targets, job inputs, specs, resources.
 
-    config: the config after ``rfl.config.validate``; paper: config/paper_values.yaml.
+    config: the config after ``rfl.config.validate``; paper: config/paper_values.yaml;
+    configfiles: the files the config was read from (named in the performance table).
     """
 
-    def __init__(self, config: dict, paper: dict):
+    def __init__(self, config: dict, paper: dict, configfiles=()):
         self.config = config
+        self.configfiles = [os.path.relpath(f) if os.path.isabs(f) else str(f) for f in configfiles]
         self.paper = paper
         self.out = config["output_dir"]
         self.experiments = config["experiments"]
@@ -225,7 +227,7 @@ class Plan:
                     "settings": self.lsa_settings}
         if name == "performance":
             return {"benchmarks": self.path("results/benchmarks"), "logs": self.path("logs"),
-                    "runs": self.path("results/runs")}
+                    "runs": self.path("results/runs"), "configfiles": self.configfiles}
         return {"config": self.config, "paper": self.paper,
                 "runs": {e: self.run_tables(e) for e in self.experiments},
                 "tables": {"table1": self.path("paper_tables/table1_parameters.csv"),

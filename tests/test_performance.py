@@ -137,6 +137,7 @@ def test_cli_writes_the_table_as_csv_and_markdown(tree):
     rows = perf.read_performance_csv(out)
     assert [row["name"] for row in rows] == ["runs", "data", "reproduction", "expA", "expB", "all jobs"]
     assert rows[-1]["cpu_s"] == 12.5 and rows[-1]["machine"] == perf.machine()
+    assert rows[-1]["config"] == "-"             # the spec names no config file
     md = out.with_suffix(".md").read_text().splitlines()
     table = [line for line in md if line.startswith("|")]
     assert table[0] == "| " + " | ".join(perf.COLUMNS) + " |"
@@ -179,14 +180,14 @@ def test_every_job_prints_its_own_cpu_seconds(tmp_path):
 def _perf_csv(tree) -> Path:
     out = tree / "performance.csv"
     perf.write_performance({"benchmarks": tree / "results/benchmarks", "logs": tree / "logs",
-                            "runs": tree / "results/runs"}, out)
+                            "runs": tree / "results/runs", "configfiles": ["config/x.yaml"]}, out)
     return out
 
 
 def test_perf_table_reports_the_totals_with_the_machine(tree):
     table = perf.perf_table(_perf_csv(tree))
     lines = table.splitlines()
-    assert lines[0] == f"Measured on {perf.machine()}."
+    assert lines[0] == f"Measured on {perf.machine()}; workflow config config/x.yaml."
     assert "| workflow: jobs; wall time (first job start to last job end) | 4; 15 s |" in lines
     assert "| workflow: CPU seconds (user + system) of all jobs | 12 s |" in lines   # 12.5 -> 12
     assert "| workflow: start-up (interpreter, imports) share of the CPU seconds | 15.2% (2 s) |" in lines

@@ -80,6 +80,10 @@ def test_every_job_has_a_benchmark_record_named_as_its_log(plan):
     used = {(r["dataset"]["name"], r["dataset"]["instance"]) for r in plan.runs.values()}
     assert {f"data/{d}/{i}" for d, i in used} == {j for j in jobs if j.startswith("data/")}
     assert ".smoke/paper_tables/performance.csv" in plan.targets()
+    spec = Plan(SMOKE, PAPER, [str(REPO / "config" / "smoke.yaml")]).table_spec("performance")
+    assert spec == {"benchmarks": ".smoke/results/benchmarks", "logs": ".smoke/logs",
+                    "runs": ".smoke/results/runs",
+                    "configfiles": [os.path.relpath(REPO / "config" / "smoke.yaml")]}
 
 
 def test_raw_inputs_are_those_the_problem_declares(plan):

@@ -39,7 +39,8 @@ from pathlib import Path
 CPU_RECORD_PREFIX = "rfl: cpu-record "   # rfl.cli writes it; repeated here to avoid importing the CLI
 COLUMNS = ["scope", "name", "jobs", "cpu_s", "startup_s", "startup_share", "rounds_s",
            "outside_rounds_share", "wall_s", "max_rss_mb"]
-CSV_COLUMNS = COLUMNS + ["machine"]     # the machine is named on the total row
+# the total row names the machine and the workflow's config files
+CSV_COLUMNS = COLUMNS + ["machine", "config"]
 
 
 def read_cpu_record(log_path) -> dict | None:
@@ -180,11 +181,11 @@ def _fmt(column: str, v) -> str:
     return str(v)
 
 
-def markdown(rows: list[dict], machine_line: str) -> str:
+def markdown(rows: list[dict], machine_line: str, config: str = "-") -> str:
     head = ("| " + " | ".join(COLUMNS) + " |\n|" + "---|" * len(COLUMNS) + "\n")
     body = "".join("| " + " | ".join(_fmt(c, r[c]) for c in COLUMNS) + " |\n" for r in rows)
-    return (f"CPU seconds (user + system) of the workflow's jobs, on {machine_line}. "
-            "The total's wall_s is the span of the jobs.\n\n" + head + body)
+    return (f"CPU seconds (user + system) of the jobs of the workflow with config {config}, on "
+            f"{machine_line}. The total's wall_s is the span of the jobs.\n\n" + head + body)
 
 
 def write_performance(spec: dict, out_csv, files=None) -> list[dict]:
@@ -194,6 +195,7 @@ def write_performance(spec: dict, out_csv, files=None) -> list[dict]:
 
     rows = performance_rows(job_records(spec["benchmarks"], spec["logs"], spec["runs"], files))
     rows[-1]["machine"] = machine()
+    rows[-1]["config"] = " ".join(str(f) for f in spec.get("configfiles", [])) or "-"
     out_csv = Path(out_csv)
     with io.atomic_path(out_csv) as tmp, open(tmp, "w", newline="", encoding="utf-8") as fh:
         w = csv.DictWriter(fh, fieldnames=CSV_COLUMNS, lineterminator="\n")
@@ -202,7 +204,7 @@ def write_performance(spec: dict, out_csv, files=None) -> list[dict]:
             w.writerow({c: (f"{r[c]:.6g}" if isinstance(r.get(c), float) else r.get(c, ""))
                         for c in CSV_COLUMNS})
     with io.atomic_path(out_csv.with_suffix(".md")) as tmp:
-        tmp.write_text(markdown(rows, rows[-1]["machine"]), encoding="utf-8")
+        tmp.write_text(markdown(rows, rows[-1]["machine"], rows[-1]["config"]), encoding="utf-8")
     return rows
 
 
@@ -283,7 +285,7 @@ def perf_table(perf_csv, asv_json=None) -> str:
     total = rows[-1]
     kinds = [r for r in rows if r["scope"] == "kind"]
     runs = next((r for r in kinds if r["name"] == "runs"), None)
-    out = [f"Measured on {total['machine']}.", "", "| measure | value |", "|---|---|",
+    out = [f"Measured on {total['machine']}; workflow config {total['config']}.", "", "| measure | value |", "|---|---|",
            (f"| workflow: jobs; wall time (first job start to last job end) | "
             f"{int(total['jobs'])}; {_duration(total['wall_s'])} |"),
            f"| workflow: CPU seconds (user + system) of all jobs | {total['cpu_s']:.0f} s |",
