@@ -21,8 +21,10 @@ Columns of the table (one row per rule kind, one per experiment, and the total):
   startup_s          CPU seconds before the step's work began (per job, summed)
   startup_share      startup_s / cpu_s
   rounds_s           seconds inside the rounds of the runs (wall clock; runs only)
-  outside_rounds_share  1 - rounds_s / cpu_s (runs only): start-up, loading data, JIT or
-                     numba's cache, metrics of each round, writing the files
+  outside_rounds_share  1 - rounds_s / wall_s (runs only): the share of the run jobs' time
+                     spent outside the rounds (start-up, loading data and numba's cache, the
+                     metrics of each round, writing the files); both are wall clock, measured
+                     in the same process, so a loaded machine slows both alike
   wall_s             wall seconds of the jobs, summed (Snakemake's benchmark ``s``)
   max_rss_mb         the largest peak resident memory of one job
 """
@@ -129,10 +131,10 @@ def _row(scope: str, name: str, jobs: list[dict]) -> dict:
     startup = _nansum(j["startup_s"] for j in jobs)
     runs = [j for j in jobs if j["experiment"]]
     rounds = _nansum(j["rounds_s"] for j in runs) if runs else math.nan
-    runs_cpu = _nansum(j["cpu_s"] for j in runs) if runs else math.nan
+    runs_wall = _nansum(j["wall_s"] for j in runs) if runs else math.nan
     return {"scope": scope, "name": name, "jobs": len(jobs), "cpu_s": cpu, "startup_s": startup,
             "startup_share": startup / cpu if cpu else math.nan, "rounds_s": rounds,
-            "outside_rounds_share": 1 - rounds / runs_cpu if runs_cpu else math.nan,
+            "outside_rounds_share": 1 - rounds / runs_wall if runs_wall else math.nan,
             "wall_s": _nansum(j["wall_s"] for j in jobs),
             "max_rss_mb": max((j["max_rss_mb"] for j in jobs if not math.isnan(j["max_rss_mb"])),
                               default=math.nan)}
@@ -292,7 +294,7 @@ def perf_table(perf_csv, asv_json=None) -> str:
            (f"| workflow: start-up (interpreter, imports) share of the CPU seconds | "
             f"{100 * total['startup_share']:.1f}% ({total['startup_s']:.0f} s) |")]
     if runs is not None:
-        out.append(f"| runs: share of their CPU seconds outside the rounds | "
+        out.append(f"| runs: share of their wall time outside the rounds | "
                    f"{100 * runs['outside_rounds_share']:.1f}% |")
     out += [f"| CPU seconds: {r['name']} ({int(r['jobs'])} jobs) | {r['cpu_s']:.1f} s |" for r in kinds]
     if asv_json is not None:
