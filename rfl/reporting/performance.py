@@ -224,15 +224,21 @@ class PerfInputError(ValueError):
 
 
 def read_performance_csv(path) -> list[dict]:
-    with open(path, newline="", encoding="utf-8") as fh:
-        rows = list(csv.DictReader(fh))
-    missing = [c for c in CSV_COLUMNS if rows and c not in rows[0]]
-    if not rows or missing or rows[-1]["scope"] != "total":
-        raise PerfInputError(f"{path}: not a performance table of `rfl performance` "
-                             f"(columns {CSV_COLUMNS}, the total last)")
-    for r in rows:
-        for c in COLUMNS[2:]:
-            r[c] = float(r[c]) if r[c] not in ("", "nan") else math.nan
+    """The rows of a performance.csv written by ``write_performance``, numbers as floats."""
+    what = (f"{path}: not a performance table of `rfl performance` (columns "
+            f"{', '.join(CSV_COLUMNS)}; the total last)")
+    try:
+        with open(path, newline="", encoding="utf-8") as fh:
+            rows = list(csv.DictReader(fh))
+        if not rows or any(c not in rows[0] for c in CSV_COLUMNS) or rows[-1]["scope"] != "total":
+            raise PerfInputError(what)
+        for r in rows:
+            for c in COLUMNS[2:]:
+                r[c] = float(r[c]) if r[c] not in ("", "nan") else math.nan
+    except (UnicodeDecodeError, ValueError, TypeError, csv.Error) as exc:
+        if isinstance(exc, PerfInputError):
+            raise
+        raise PerfInputError(what) from None
     return rows
 
 
