@@ -11,9 +11,11 @@
 #
 #   rules/common.smk      config checks, the Plan (rfl/workflow.py), specs, constraints
 #   rules/data.smk        school_raw, data, reference
-#   rules/runs.smk        run_<experiment>: the seeds of one setting per job
-#   rules/reporting.smk   figure, table1, table2, heterogeneity, lsa, reproduction
-# Every job logs its stdout and stderr to OUT/logs/.
+#   rules/runs.smk        run_<experiment>: the runs of one experiment per job
+#   rules/reporting.smk   figure, table1, table2, heterogeneity, lsa, reproduction, performance
+# Every job logs its stdout and stderr (the last line: its CPU seconds) to OUT/logs/<job>.log and
+# leaves a Snakemake benchmark record in OUT/results/benchmarks/<job>.tsv; the performance rule
+# sums them into paper_tables/performance.{csv,md}.
 
 from snakemake.utils import min_version
 

@@ -16,6 +16,11 @@
                                                 FedLSA vs SCAFFLSA with the predicted bias: the
                                                 table, one figure per setting of the spec (in order)
     rfl reproduction SPEC OUT.md                the computed reproduction report
+    rfl performance SPEC OUT.csv BENCH.tsv...   CPU seconds per rule kind and experiment (csv, md)
+                                                from the jobs' benchmark records and logs
+    rfl perf-table PERF.csv [--readme README.md]
+                                                the README's performance table, printed or
+                                                written between its markers
 
 Bad arguments exit with status 2 and one line on stderr: unknown commands, missing or
 unreadable files, a spec that is not JSON or lacks a key the step needs.
@@ -27,8 +32,11 @@ import argparse
 import json
 import os
 import sys
+import time
 import zipfile
 from pathlib import Path
+
+CPU_RECORD_PREFIX = "rfl: cpu-record "
 
 
 class _Parser(argparse.ArgumentParser):
@@ -87,6 +95,7 @@ _SPEC_KEYS = {
     "heterogeneity": {"experiments_by_name": dict, "tail": (int, float)},
     "lsa": {"experiments": list, "settings": list, "tail": (int, float)},
     "reproduction": {"config": dict, "paper": dict, "runs": dict, "tables": dict},
+    "performance": {"benchmarks": str, "logs": str, "runs": str},
 }
 _TYPE_NAMES = {str: "a string", int: "an integer", float: "a number", dict: "a mapping",
                list: "a list"}
@@ -212,6 +221,21 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("reproduction", help="write the reproduction report")
     p.add_argument("spec", type=_existing)
     p.add_argument("out_md")
+    p = sub.add_parser("performance", help="write the CPU seconds per rule kind and experiment")
+    p.add_argument("spec", type=_existing)
+    p.add_argument("out_csv")
+    p.add_argument("benchmarks", nargs="*", type=_existing,
+                   help="the jobs' benchmark records (default: every one under the spec's directory)")
+    p = sub.add_parser("perf-table", help="the README's performance table")
+    p.add_argument("perf_csv", type=_existing, help="paper_tables/performance.csv of a full run")
+    p.add_argument("--asv", type=_existing, metavar="RESULT.json",
+                   help="an asv result file (.asv/results/MACHINE/COMMIT-ENV.json) to add its tracks")
+    p.add_argument("--readme", type=_existing, metavar="README.md",
+                   help="write the table between the README's performance-table markers "
+                        "instead of printing it, and keep its inputs beside the README "
+                        "(benchmarks/performance.csv, benchmarks/asv-result.json)")
+    p.add_argument("--check", action="store_true",
+                   help="with --readme: exit 1 if the README's table differs, writing nothing")
     return parser
 
 
@@ -243,6 +267,7 @@ _OUTPUTS = {
     "table1": (("out_csv",), (".md", ".tex")), "table2": (("out_csv",), (".md", ".tex")),
     "heterogeneity": (("out_pdf", "out_csv"), (".png", ".md")),
     "lsa": (("out_csv", "figures"), (".png", ".md")), "reproduction": (("out_md",), ()),
+    "performance": (("out_csv",), (".md",)),
 }
 
 
@@ -280,11 +305,48 @@ def _check_outputs(args) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    wall0 = time.perf_counter()
     try:
-        return _main(sys.argv[1:] if argv is None else list(argv))
+        status = _main(sys.argv[1:] if argv is None else list(argv))
     except KeyboardInterrupt:
         print("rfl: interrupted (Ctrl-C); no output of this step was completed", file=sys.stderr)
         return 130
+    if os.environ.get("RFL_CPU_RECORD", "").strip() == "1":
+        _print_cpu_record(wall0)
+    return status
+
+
+# CPU seconds of the process when its step starts working (interpreter, imports and argument
+# checks done): what every job pays before it computes anything.
+_work_start: float | None = None
+
+
+def _work_starts() -> None:
+    global _work_start
+    _work_start = time.process_time()
+
+
+def _print_cpu_record(wall0: float) -> None:
+    """One line on stderr (the job's log; the workflow sets RFL_CPU_RECORD=1): this process's
+    user + system CPU seconds, those spent before the step's work began (start-up), and the
+    wall seconds since ``main`` was entered. rfl.reporting.performance reads it back."""
+    t = os.times()     # for the children (git); this process at full resolution, as _work_start
+    record = {"cpu_s": round(time.process_time() + t.children_user + t.children_system, 4),
+              "startup_s": None if _work_start is None else round(_work_start, 4),
+              "wall_s": round(time.perf_counter() - wall0, 4)}
+    print(f"{CPU_RECORD_PREFIX}{json.dumps(record)}", file=sys.stderr)
+
+
+def _input_errors() -> tuple:
+    from rfl.config import ConfigError
+    from rfl.io import RunTableError, YAMLError
+    return ConfigError, RunTableError, YAMLError
+
+
+def _data_errors() -> tuple:
+    """(ChecksumMismatchError, DataUnavailableError) of rfl.data.school."""
+    from rfl.data.school import ChecksumMismatchError, DataUnavailableError
+    return ChecksumMismatchError, DataUnavailableError
 
 
 def _main(argv: list[str]) -> int:
@@ -310,14 +372,13 @@ def _main(argv: list[str]) -> int:
         if len(set(lengths.values())) != 1:
             parser.error("runs: --specs, --data, --references, --tables and --metas must have "
                          f"the same length, got {lengths}")
-    from rfl.config import ConfigError
-    from rfl.data.school import ChecksumMismatchError, DataUnavailableError
-    from rfl.io import RunTableError, YAMLError
-
+    # The error classes are looked up only when an exception is being matched (Python
+    # evaluates an except clause's tuple then): importing rfl.config (jsonschema, yaml) and
+    # rfl.data.school up front would cost every job that needs neither.
     try:
         if args.command == "runs":            # every spec checked before any run starts
             specs = [read_spec(path, "run") for path in args.specs]
-        spec = None if args.command in ("validate", "runs") or (
+        spec = None if args.command in ("validate", "runs", "perf-table") or (
             args.command == "flower" and args.config) else read_spec(
             args.spec, "run" if args.command == "flower" else args.command)
         if args.command in ("table2", "heterogeneity", "lsa") and not args.runs:
@@ -333,9 +394,9 @@ def _main(argv: list[str]) -> int:
                 mark = getattr(exc, "problem_mark", None)
                 where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
                 problem = getattr(exc, "problem", None) or type(exc).__name__
-                raise ConfigError(f"{args.config}: not valid YAML ({problem}{where})") from None
+                raise config.ConfigError(f"{args.config}: not valid YAML ({problem}{where})") from None
             except UnicodeDecodeError:
-                raise ConfigError(f"{args.config}: not valid YAML (not UTF-8 text)") from None
+                raise config.ConfigError(f"{args.config}: not valid YAML (not UTF-8 text)") from None
             print(f"{args.config}: valid")
         elif args.command == "data":
             from rfl.registry import PROBLEMS
@@ -345,12 +406,15 @@ def _main(argv: list[str]) -> int:
                 raise SpecError(f"{args.spec}: problem {spec['problem']!r} reads "
                                 f"{len(raw)} raw file(s) ({', '.join(raw) or 'none'}), got "
                                 f"{len(args.inputs)}; pass them after OUT.npz, in that order")
+            _work_starts()
             generate_data(spec, args.out, args.inputs)
         elif args.command == "reference":
             from rfl.runner import compute_reference
+            _work_starts()
             compute_reference(spec, args.data, args.out)
         elif args.command == "run":
             from rfl.runner import run
+            _work_starts()
             run(spec, args.data, args.reference, args.out_table, args.out_meta)
         elif args.command == "flower":
             try:
@@ -371,9 +435,11 @@ def _main(argv: list[str]) -> int:
                                 num_cpus=args.num_cpus)
         elif args.command == "runs":
             from rfl.runner import run_setting
+            _work_starts()
             run_setting(zip(specs, args.data, args.references, args.tables, args.metas))
         elif args.command == "figure":
             from rfl.reporting.figures import experiment_figure
+            _work_starts()
             experiment_figure(spec, args.runs, args.out_pdf)
         elif args.command == "fetch-school":
             import pooch
@@ -381,6 +447,7 @@ def _main(argv: list[str]) -> int:
             from rfl.data.school import fetch_ilea
             pooch.get_logger().setLevel("WARNING")   # the error line, not a progress line
             out = Path(args.out)
+            _work_starts()
             got = fetch_ilea(out.parent, mirror=spec.get("mirror"))
             if got.resolve() != out.resolve():
                 raise RuntimeError(f"fetched {got}, expected {out}")
@@ -398,25 +465,30 @@ def _main(argv: list[str]) -> int:
             fetch(names[0], args.out, mirror=spec.get("mirror"))
         elif args.command == "table1":
             from rfl.reporting.tables import table1
+            _work_starts()
             table1(spec, args.out_csv)
         elif args.command == "table2":
             from rfl.io import read_run_table
             from rfl.reporting.tables import table2
+            _work_starts()
             for path in args.runs:                           # every input checked first
                 read_run_table(path)
             table2(spec, args.out_csv, args.runs)
         elif args.command == "heterogeneity":
             from rfl.reporting.heterogeneity import heterogeneity
+            _work_starts()
             heterogeneity(spec, args.out_pdf, args.out_csv, args.runs)
         elif args.command == "lsa":
             from rfl.reporting.lsa import lsa_study
             if len(args.figures) != len(spec["settings"]):
                 raise SpecError(f"{args.spec}: {len(spec['settings'])} setting(s) "
                                 f"{spec['settings']}, but {len(args.figures)} figure(s) after --figures")
+            _work_starts()
             lsa_study(spec, args.out_csv, args.figures, args.runs)
         elif args.command == "reproduction":
             from rfl.io import read_run_table
             from rfl.reporting.reproduction import write_report
+            _work_starts()
             for experiment, paths in spec["runs"].items():   # every input checked first
                 if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
                     raise SpecError(f"{args.spec}: key 'runs.{experiment}' must be a list of "
@@ -424,13 +496,36 @@ def _main(argv: list[str]) -> int:
                 for path in paths:
                     read_run_table(path)
             write_report(spec, args.out_md)
-    except (ConfigError, SpecError, RunTableError, YAMLError) as exc:
+        elif args.command == "performance":
+            from rfl.reporting.performance import PerfInputError, write_performance
+            _work_starts()
+            try:
+                write_performance(spec, args.out_csv, args.benchmarks or None)
+            except (PerfInputError, ValueError) as exc:
+                raise SpecError(str(exc)) from None
+        elif args.command == "perf-table":
+            from rfl.reporting import performance
+            try:
+                table = performance.perf_table(args.perf_csv, args.asv)
+                if args.readme is None:
+                    print(table, end="")
+                elif args.check:
+                    if performance.update_readme(args.readme, table, check=True):
+                        print(f"{args.readme}: the performance table differs from the generated "
+                              f"one; regenerate it with rfl perf-table", file=sys.stderr)
+                        return 1
+                else:
+                    performance.update_readme(args.readme, table)
+                    performance.keep_readme_inputs(args.readme, args.perf_csv, args.asv)
+            except performance.PerfInputError as exc:
+                raise SpecError(str(exc)) from None
+    except (SpecError, *_input_errors()) as exc:
         print(f"rfl: error: {exc}", file=sys.stderr)
         return 2
-    except ChecksumMismatchError as exc:
+    except _data_errors()[0] as exc:
         print(f"rfl: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
-    except DataUnavailableError as exc:
+    except _data_errors()[1] as exc:
         print(f"rfl: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 1
     except OSError as exc:        # the machine (a full disk, a vanished file), not the inputs

@@ -10,12 +10,14 @@ Output layout, under ``config["output_dir"]`` (OUT):
     results/data|reference/{dataset}/{instance}.npz
     results/runs/{experiment}/{run_id}.csv (+ .meta.json)
     figures/, paper_tables/      figures, tables, REPRODUCTION.md
+    results/benchmarks/...       one Snakemake benchmark record per job (named as its log)
     logs/                        one log per job (its stdout and stderr)
 """
 
 from __future__ import annotations
 
 import math
+import os
 
 from rfl import config as rflconfig
 from rfl.data.school import ILEA_FILENAME
@@ -29,8 +31,9 @@ LIGHT = {"mem_mb": 1000, "runtime": 10}
 TABLE_EXTENSIONS = ("csv", "md", "tex")
 FIGURE_EXTENSIONS = ("pdf", "png")
 # Every job: BLAS threads pinned to the rule's threads (no oversubscription under --cores N),
-# and no progress lines in the logs.
-PIN = "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS={threads} MKL_NUM_THREADS={threads} RFL_PROGRESS=0 "
+# no progress lines in the logs, and the job's CPU seconds as the log's last line
+# (rfl.reporting.performance reads them).
+PIN = "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS={threads} MKL_NUM_THREADS={threads} RFL_PROGRESS=0 RFL_CPU_RECORD=1 "
 
 
 def pinned(command: str) -> str:
@@ -57,11 +60,13 @@ def alternatives(names) -> str:
 class Plan:
     """What the workflow makes from one validated config: targets, job inputs, specs, resources.
 
-    config: the config after ``rfl.config.validate``; paper: config/paper_values.yaml.
+    config: the config after ``rfl.config.validate``; paper: config/paper_values.yaml;
+    configfiles: the files the config was read from (named in the performance table).
     """
 
-    def __init__(self, config: dict, paper: dict):
+    def __init__(self, config: dict, paper: dict, configfiles=()):
         self.config = config
+        self.configfiles = [os.path.relpath(f) if os.path.isabs(f) else str(f) for f in configfiles]
         self.paper = paper
         self.out = config["output_dir"]
         self.experiments = config["experiments"]
@@ -95,6 +100,11 @@ class Plan:
         """The log file of a job: logs/``relative``.log."""
         return self.path(f"logs/{relative}.log")
 
+    def benchmark(self, relative: str) -> str:
+        """Snakemake's benchmark record of the job whose log is ``log(relative)``:
+        results/benchmarks/``relative``.tsv (the same name, so the two pair up)."""
+        return self.path(f"results/benchmarks/{relative}.tsv")
+
     def run_tables(self, experiment: str) -> list[str]:
         """Every run table of ``experiment``, in run order."""
         return [self.path(f"results/runs/{e}/{r}.csv") for (e, r) in self.runs if e == experiment]
@@ -102,11 +112,19 @@ class Plan:
     def all_run_tables(self) -> list[str]:
         return [self.path(f"results/runs/{e}/{r}.csv") for (e, r) in self.runs]
 
-    def run_outputs(self, experiment: str, kind: str) -> list[str]:
-        """Output patterns of the run job of ``experiment``: one per seed, ``{setting}`` kept as a
-        wildcard; kind "csv" (tables) or "meta.json"."""
-        return [self.path(f"results/runs/{experiment}/{{setting}}_seed{seed}.{kind}")
-                for seed in self.experiments[experiment]["seeds"]]
+    def run_files(self, experiment: str, kind: str) -> list[str]:
+        """The files of the run job of ``experiment``, one per run, in run order: kind "csv"
+        (tables) or "meta.json" (outputs), "specs", "data" or "reference" (inputs; runs on one
+        data instance list it once each)."""
+        out = []
+        for (e, r), spec in self.runs.items():
+            if e != experiment:
+                continue
+            ds = spec["dataset"]
+            out.append(self.path(f"results/runs/{e}/{r}.{kind}") if kind in ("csv", "meta.json")
+                       else self.spec(f"runs/{e}/{r}") if kind == "specs"
+                       else self.path(f"results/{kind}/{ds['name']}/{ds['instance']}.npz"))
+        return out
 
     def table_outputs(self) -> list[str]:
         """Tables 1 and 2 of the paper, each as CSV, Markdown and LaTeX (those configured)."""
@@ -151,7 +169,31 @@ class Plan:
     def targets(self) -> list[str]:
         """Everything the config asks for (rule all)."""
         return ([f for name in self.figures for f in self.figure_files(name)]
-                + self.report_inputs() + [self.path("paper_tables/REPRODUCTION.md")])
+                + self.report_inputs() + [self.path("paper_tables/REPRODUCTION.md")]
+                + self.performance_outputs())
+
+    def performance_outputs(self) -> list[str]:
+        return [self.path("paper_tables/performance.csv"), self.path("paper_tables/performance.md")]
+
+    def jobs(self) -> list[str]:
+        """The name of every job of the config (its log and benchmark record are
+        logs/``name``.log and results/benchmarks/``name``.tsv), but the performance table's."""
+        used = {(r["dataset"]["name"], r["dataset"]["instance"]) for r in self.runs.values()}
+        problems = {self.config["datasets"][name]["problem"] for name, _ in used}
+        raw = {name for p in problems for name in raw_inputs_of(p)}
+        names = ["school_raw"] if "school" in raw else []
+        names += [f"anchors_raw/{SOURCES[name].subpath}" for name in sorted(raw) if name in SOURCES]
+        for kind in ("data", "reference"):
+            names += [f"{kind}/{name}/{instance}" for name, instance in sorted(used)]
+        names += [f"runs/{e}" for e in self.experiments if any(k[0] == e for k in self.runs)]
+        names += [f"figures/{f}" for f in self.figures]
+        names += [t for t in ("table1", "table2") if t in self.tables]
+        names += (["heterogeneity"] if self.hetero else []) + (["lsa"] if self.lsa else [])
+        return names + ["reproduction"]
+
+    def job_benchmarks(self) -> list[str]:
+        """The benchmark record of every job but the performance table's (its inputs)."""
+        return [self.benchmark(name) for name in self.jobs()]
 
     # ---- job inputs (functions of a job's wildcards) ---------------------------------------
     def raw_inputs(self, wildcards) -> list[str]:
@@ -164,19 +206,6 @@ class Plan:
         paths under the cache folder."""
         import re
         return "|".join(re.escape(s.subpath) for s in SOURCES.values())
-
-    def seed_files(self, experiment: str, kind: str):
-        """Input function: the per-seed files of setting ``{setting}`` of ``experiment``, in the
-        experiment's seed order; kind "specs", "data" or "reference"."""
-        def seed_files(wildcards) -> list[str]:
-            out = []
-            for seed in self.experiments[experiment]["seeds"]:
-                spec = self.runs[(experiment, f"{wildcards.setting}_seed{seed}")]
-                ds = spec["dataset"]
-                out.append(self.spec(f"runs/{experiment}/{spec['run_id']}") if kind == "specs"
-                           else self.path(f"results/{kind}/{ds['name']}/{ds['instance']}.npz"))
-            return out
-        return seed_files
 
     def figure_runs(self, wildcards) -> list[str]:
         return self.run_tables(self.figures[wildcards.figure]["experiment"])
@@ -201,7 +230,8 @@ class Plan:
 
     # ---- specs: the resolved config, one file per job --------------------------------------
     def table_spec(self, name: str) -> dict:
-        """The spec of table/report job ``name`` (table1, table2, heterogeneity, lsa, reproduction)."""
+        """The spec of table/report job ``name`` (table1, table2, heterogeneity, lsa, reproduction,
+        performance)."""
         if name == "table1":
             return {"rows": [{"label": row["label"],
                               "fixed": {"experiment": row["fixed"], **self.experiments[row["fixed"]]},
@@ -220,6 +250,9 @@ class Plan:
         if name == "lsa":
             return {"experiments": self.lsa["experiments"], "tail": self.lsa["tail"],
                     "settings": self.lsa_settings}
+        if name == "performance":
+            return {"benchmarks": self.path("results/benchmarks"), "logs": self.path("logs"),
+                    "runs": self.path("results/runs"), "configfiles": self.configfiles}
         return {"config": self.config, "paper": self.paper,
                 "runs": {e: self.run_tables(e) for e in self.experiments},
                 "tables": {"table1": self.path("paper_tables/table1_parameters.csv"),
@@ -236,7 +269,8 @@ class Plan:
             specs[self.spec(f"runs/{e}/{r}")] = spec
         for f, fig in self.figures.items():
             specs[self.spec(f"figures/{f}")] = {"name": f, **fig}
-        tables = (list(self.tables) + ["reproduction"] + (["heterogeneity"] if self.hetero else [])
+        tables = (list(self.tables) + ["reproduction", "performance"]
+                  + (["heterogeneity"] if self.hetero else [])
                   + (["lsa"] if self.lsa else []))
         for t in tables:
             specs[self.spec(f"tables/{t}")] = self.table_spec(t)
@@ -256,17 +290,27 @@ class Plan:
         return 10 + math.ceil(passes * input.size_mb / 200 / 60)
 
     def run_resources(self, experiment: str) -> dict:
-        """mem_mb: 3x one run's inputs (its data and reference; the job lists them once per
-        seed), at least 1 GB. runtime (minutes): 10 + the sample gradients the job evaluates at
-        most (seeds x rounds x K x B x agents) at a conservative 100 us each."""
+        """mem_mb: 3x one run's inputs (its data and reference, the largest pair of the job), at
+        least 1 GB. runtime (minutes): 10 + the sample gradients the job evaluates at most
+        (rounds x K x B x agents, summed over its runs) at a conservative 100 us each."""
         exp = self.experiments[experiment]
-        seeds = len(exp["seeds"])
         dataset = self.config["datasets"][exp["dataset"]]
         agents = len(problem_class(dataset["problem"]).local_sizes_from(dataset["params"]))
-        K = max(k for m in exp["methods"] for k in (m.get("K") or [1]))
-        samples = seeds * exp["rounds"] * K * exp.get("batch_size", 1) * agents
+        samples = sum(spec["rounds"] * (spec["algorithm"].get("K") or 1)
+                      * (spec["algorithm"].get("batch_size") or exp.get("batch_size", 1)) * agents
+                      for (e, _), spec in self.runs.items() if e == experiment)
 
         def mem_mb(wildcards, input) -> int:  # noqa: A002
-            return max(1000, math.ceil(3 * input.size_mb / seeds))
+            one_run = max((_size_mb(d) + _size_mb(r) for d, r in zip(input.data, input.references)),
+                          default=0.0)
+            return max(1000, math.ceil(3 * one_run))
 
         return {"mem_mb": mem_mb, "runtime": 10 + math.ceil(samples * 100e-6 / 60)}
+
+
+def _size_mb(path: str) -> float:
+    """The size of ``path`` in MB (0 for a file not made yet, as in a dry run)."""
+    try:
+        return os.path.getsize(path) / 2**20
+    except OSError:
+        return 0.0

@@ -16,7 +16,7 @@ for _configfile in workflow.configfiles:
 config = rflconfig.validate(config)
 validate(config, "../config/schema.yaml")
 
-PLAN = Plan(config, io.read_yaml("config/paper_values.yaml"))
+PLAN = Plan(config, io.read_yaml("config/paper_values.yaml"), workflow.configfiles)
 OUT = PLAN.out
 # The software of every job (with --software-deployment-method conda).
 ENV = "../envs/rfl.yaml"
@@ -30,4 +30,3 @@ wildcard_constraints:
     dataset=alternatives(config["datasets"]),
     instance="fixed|seed[0-9]+",
     figure=alternatives(PLAN.figures),
-    setting="[A-Za-z0-9_]+",

@@ -9,6 +9,8 @@ rule school_raw:
         PLAN.school_raw,
     log:
         PLAN.log("school_raw"),
+    benchmark:
+        PLAN.benchmark("school_raw"),
     threads: 1
     resources:
         **LIGHT,
@@ -27,6 +29,8 @@ rule data:
         PLAN.path("results/data/{dataset}/{instance}.npz"),
     log:
         PLAN.log("data/{dataset}/{instance}"),
+    benchmark:
+        PLAN.benchmark("data/{dataset}/{instance}"),
     threads: 1
     resources:
         **LIGHT,
@@ -45,6 +49,8 @@ rule reference:
         PLAN.path("results/reference/{dataset}/{instance}.npz"),
     log:
         PLAN.log("reference/{dataset}/{instance}"),
+    benchmark:
+        PLAN.benchmark("reference/{dataset}/{instance}"),
     threads: 1
     resources:
         mem_mb=PLAN.reference_mem_mb,
@@ -66,6 +72,8 @@ rule anchors_raw:
         subpath=PLAN.source_subpaths(),
     log:
         PLAN.log("anchors_raw/{subpath}"),
+    benchmark:
+        PLAN.benchmark("anchors_raw/{subpath}"),
     threads: 1
     resources:
         **LIGHT,

@@ -12,6 +12,8 @@ rule figure:
         png=PLAN.path("figures/{figure}.png"),
     log:
         PLAN.log("figures/{figure}"),
+    benchmark:
+        PLAN.benchmark("figures/{figure}"),
     threads: 1
     resources:
         **LIGHT,
@@ -31,6 +33,8 @@ rule table1:
         tex=PLAN.path("paper_tables/table1_parameters.tex"),
     log:
         PLAN.log("table1"),
+    benchmark:
+        PLAN.benchmark("table1"),
     threads: 1
     resources:
         **LIGHT,
@@ -52,6 +56,8 @@ rule table2:
         sensitivity=PLAN.table2_sensitivity_files(),
     log:
         PLAN.log("table2"),
+    benchmark:
+        PLAN.benchmark("table2"),
     threads: 1
     resources:
         **LIGHT,
@@ -73,6 +79,8 @@ rule heterogeneity:
         md=PLAN.path("paper_tables/heterogeneity.md"),
     log:
         PLAN.log("heterogeneity"),
+    benchmark:
+        PLAN.benchmark("heterogeneity"),
     threads: 1
     resources:
         **LIGHT,
@@ -94,6 +102,8 @@ rule lsa:
         md=PLAN.path("paper_tables/fedlsa_bias.md"),
     log:
         PLAN.log("lsa"),
+    benchmark:
+        PLAN.benchmark("lsa"),
     threads: 1
     resources:
         **LIGHT,
@@ -113,6 +123,8 @@ rule reproduction:
         report(PLAN.path("paper_tables/REPRODUCTION.md"), category="Reproduction report"),
     log:
         PLAN.log("reproduction"),
+    benchmark:
+        PLAN.benchmark("reproduction"),
     threads: 1
     resources:
         **LIGHT,
@@ -120,3 +132,23 @@ rule reproduction:
         ENV
     shell:
         pinned("rfl reproduction {input.spec} {output} > {log} 2>&1")
+
+
+rule performance:
+    """CPU seconds per rule kind and per experiment, from every job's benchmark record and log
+    (rfl/reporting/performance.py)."""
+    input:
+        spec=PLAN.spec("tables/performance"),
+        benchmarks=PLAN.job_benchmarks(),
+    output:
+        csv=PLAN.path("paper_tables/performance.csv"),
+        md=PLAN.path("paper_tables/performance.md"),
+    log:
+        PLAN.log("performance"),
+    threads: 1
+    resources:
+        **LIGHT,
+    conda:
+        ENV
+    shell:
+        pinned("rfl performance {input.spec} {output.csv} {input.benchmarks} > {log} 2>&1")

@@ -1,21 +1,23 @@
-# Runs. A setting is one (experiment, algorithm, K, participation); its seeds run in one job
-# (one Python start-up instead of one per seed), each still writing its own table and
-# metadata. One rule per experiment, because the seeds (the outputs of a job) differ per
-# experiment.
+# Runs. One job per experiment: its runs (every method, K and seed) in one process, one
+# Python start-up (imports, numba's cache) instead of one per setting, each run still writing
+# its own table and metadata. The rule has no wildcards: its outputs are the experiment's
+# run files, listed.
 
 for _experiment in PLAN.experiments:
 
     rule:
         name: f"run_{_experiment}"
         input:
-            specs=PLAN.seed_files(_experiment, "specs"),
-            data=PLAN.seed_files(_experiment, "data"),
-            references=PLAN.seed_files(_experiment, "reference"),
+            specs=PLAN.run_files(_experiment, "specs"),
+            data=PLAN.run_files(_experiment, "data"),
+            references=PLAN.run_files(_experiment, "reference"),
         output:
-            tables=PLAN.run_outputs(_experiment, "csv"),
-            metas=PLAN.run_outputs(_experiment, "meta.json"),
+            tables=PLAN.run_files(_experiment, "csv"),
+            metas=PLAN.run_files(_experiment, "meta.json"),
         log:
-            PLAN.log(f"runs/{_experiment}/{{setting}}"),
+            PLAN.log(f"runs/{_experiment}"),
+        benchmark:
+            PLAN.benchmark(f"runs/{_experiment}"),
         threads: 1
         resources:
             **PLAN.run_resources(_experiment),

@@ -148,6 +148,7 @@ OUTPUT_PATTERNS = [re.compile(p) for p in (
     rf"logs/({NAME}/)*{NAME}\.log",
     "|".join(rf"datasets/anchors/{re.escape(s.subpath)}|logs/anchors_raw/{re.escape(s.subpath)}\.log"
              for s in SOURCES.values()),
+    rf"results/benchmarks/({NAME}/)*{NAME}\.tsv",
 )]
 
 
@@ -292,12 +293,13 @@ TIMING_META = ("start_time", "duration_s")
 
 
 def _compare_trees(a: Path, b: Path) -> list[str]:
-    """Differences between the run results of two output trees (b may hold more than a)."""
+    """Differences between the run results of two output trees (b may hold more than a).
+    The jobs' benchmark records (results/benchmarks) are timings, like wall_time: not compared."""
     diffs = []
     files = sorted(p.relative_to(a) for p in (a / "results").rglob("*")
-                   if p.is_file() and not p.name.startswith("."))
+                   if p.is_file() and not p.name.startswith(".") and p.relative_to(a).parts[1] != "benchmarks")
     others = sorted(p.relative_to(b) for p in (b / "results").rglob("*")
-                    if p.is_file() and not p.name.startswith("."))
+                    if p.is_file() and not p.name.startswith(".") and p.relative_to(b).parts[1] != "benchmarks")
     if files != others:
         diffs.append(f"different result files: only in {a}: {sorted(set(files) - set(others))}, "
                      f"only in {b}: {sorted(set(others) - set(files))}")
@@ -712,8 +714,10 @@ COMMANDS = {      # positional arguments of each subcommand, with valid-looking 
     "lsa": ["{d}/empty.json", "{d}/l.csv", "{d}/good.csv", "--figures", "{d}/l.pdf"],
     "reproduction": ["{d}/empty.json", "{d}/r.md"],
     "flower": ["{d}/empty.json", "{d}/data.npz", "{d}/ref.npz", "{d}/o.csv", "{d}/o.meta.json"],
+    "performance": ["{d}/empty.json", "{d}/p.csv", "{d}/good.csv"],
+    "perf-table": ["{d}/good.csv"],
 }
-VARIADIC = {"data", "figure", "table2", "heterogeneity", "lsa"}
+VARIADIC = {"data", "figure", "table2", "heterogeneity", "lsa", "performance"}
 
 
 def _cases(d: Path):
@@ -776,7 +780,7 @@ def _cases(d: Path):
         ("runs", "unknown option", runs("empty.json", "data.npz", 1, "--frobnicate")),
     ] + [("runs", f"spec {spec}", runs(spec)) for spec in
          ("empty.json", "notjson.json", "list.json", "binary.json", "run_no_K.json", "run_bad_alg.json")]
-    for cmd in ("figure", "table1", "table2", "reproduction", "heterogeneity", "lsa"):
+    for cmd in ("figure", "table1", "table2", "reproduction", "heterogeneity", "lsa", "performance", "perf-table"):
         if cmd in commands:
             cases.append((cmd, "spec {}", [cmd] + sub(COMMANDS[cmd])))
     return cases

@@ -52,27 +52,38 @@ def test_run_tables_are_one_per_method_K_and_seed(plan):
     assert len(plan.all_run_tables()) == len(rflconfig.expand_runs(SMOKE))
 
 
-def test_run_outputs_keep_the_setting_wildcard_per_seed(plan):
-    assert plan.run_outputs("school_r2", "csv") == [".smoke/results/runs/school_r2/{setting}_seed0.csv",
-                                                    ".smoke/results/runs/school_r2/{setting}_seed1.csv"]
-    assert plan.run_outputs("multitask", "meta.json") == [
-        ".smoke/results/runs/multitask/{setting}_seed0.meta.json"]
+def test_run_job_files_are_the_experiments_runs_aligned(plan):
+    tables = plan.run_files("school_r2", "csv")
+    assert tables == plan.run_tables("school_r2")
+    assert plan.run_files("school_r2", "meta.json") == [t[:-len("csv")] + "meta.json" for t in tables]
+    specs = plan.run_files("school_r2", "specs")
+    assert specs == [t.replace("results/runs/", "results/specs/runs/")[:-len("csv")] + "json" for t in tables]
+    # school_r2 resamples: one data instance per seed, listed once per run
+    data = plan.run_files("school_r2", "data")
+    refs = plan.run_files("school_r2", "reference")
+    assert len(data) == len(refs) == len(tables)
+    for table, d, r in zip(tables, data, refs):
+        seed = table.rsplit("_seed", 1)[1][:-len(".csv")]
+        assert d == f".smoke/results/data/school_r2/seed{seed}.npz"
+        assert r == f".smoke/results/reference/school_r2/seed{seed}.npz"
+    # cpesph does not resample: every run reads the one fixed instance
+    assert set(plan.run_files("cpesph_fixed", "data")) == {".smoke/results/data/cpesph/fixed.npz"}
 
 
-def test_seed_files_follow_the_seed_order_and_the_data_instances(plan):
-    wc = _wc(setting="rfedags_K2")
-    specs = plan.seed_files("school_r2", "specs")(wc)
-    data = plan.seed_files("school_r2", "data")(wc)
-    refs = plan.seed_files("school_r2", "reference")(wc)
-    assert specs == [".smoke/results/specs/runs/school_r2/rfedags_K2_seed0.json",
-                     ".smoke/results/specs/runs/school_r2/rfedags_K2_seed1.json"]
-    # school_r2 resamples: one data instance per seed
-    assert data == [".smoke/results/data/school_r2/seed0.npz", ".smoke/results/data/school_r2/seed1.npz"]
-    assert refs == [".smoke/results/reference/school_r2/seed0.npz",
-                    ".smoke/results/reference/school_r2/seed1.npz"]
-    # cpesph does not: both seeds read the one fixed instance
-    assert plan.seed_files("cpesph_fixed", "data")(_wc(setting="rfedavg_K3")) == \
-        [".smoke/results/data/cpesph/fixed.npz"] * 2
+def test_every_job_has_a_benchmark_record_named_as_its_log(plan):
+    jobs = plan.jobs()
+    assert len(jobs) == len(set(jobs))
+    assert {f"runs/{e}" for e in plan.experiments} <= set(jobs)
+    assert "reproduction" in jobs and "figures/fig1a_cpesph_fixed" in jobs
+    assert plan.job_benchmarks()[jobs.index("reproduction")] == ".smoke/results/benchmarks/reproduction.tsv"
+    assert plan.log("reproduction") == ".smoke/logs/reproduction.log"
+    used = {(r["dataset"]["name"], r["dataset"]["instance"]) for r in plan.runs.values()}
+    assert {f"data/{d}/{i}" for d, i in used} == {j for j in jobs if j.startswith("data/")}
+    assert ".smoke/paper_tables/performance.csv" in plan.targets()
+    spec = Plan(SMOKE, PAPER, [str(REPO / "config" / "smoke.yaml")]).table_spec("performance")
+    assert spec == {"benchmarks": ".smoke/results/benchmarks", "logs": ".smoke/logs",
+                    "runs": ".smoke/results/runs",
+                    "configfiles": [os.path.relpath(REPO / "config" / "smoke.yaml")]}
 
 
 def test_raw_inputs_are_those_the_problem_declares(plan):
@@ -107,7 +118,8 @@ def test_targets_are_every_configured_figure_and_table(plan):
     assert plan.table2_sensitivity_files() == sensitivity
     spec = plan.table_spec("table2")
     assert spec["protocols"] == ["heldout", "refit_on_test"] and spec["sensitivity"] == ["school_r2"]
-    assert targets[-1] == ".smoke/paper_tables/REPRODUCTION.md"
+    assert targets[-3:] == [".smoke/paper_tables/REPRODUCTION.md", ".smoke/paper_tables/performance.csv",
+                            ".smoke/paper_tables/performance.md"]
     cfg = copy.deepcopy(SMOKE)
     del cfg["tables"]["table2"], cfg["heterogeneity"], cfg["lsa"]
     fewer = Plan(cfg, PAPER)
@@ -130,11 +142,12 @@ def test_specs_hold_every_job_of_the_config(plan):
     for f, fig in SMOKE["figures"].items():
         assert specs[f".smoke/results/specs/figures/{f}.json"] == {"name": f, **fig}
     tables = {p.rsplit("/", 1)[1] for p in specs if "/specs/tables/" in p}
-    assert tables == {"table1.json", "table2.json", "reproduction.json", "heterogeneity.json", "lsa.json"}
+    assert tables == {"table1.json", "table2.json", "reproduction.json", "heterogeneity.json", "lsa.json",
+                      "performance.json"}
     assert specs[".smoke/results/specs/tables/lsa.json"]["settings"] == ["heterogeneous", "homogeneous"]
     assert specs[".smoke/results/specs/school.json"] == SMOKE["school"]
     assert specs[".smoke/results/specs/anchors.json"] == SMOKE["anchors"]
-    assert len(specs) == 2 + len(rflconfig.dataset_instances(SMOKE)) + len(runs) + len(SMOKE["figures"]) + 5
+    assert len(specs) == 2 + len(rflconfig.dataset_instances(SMOKE)) + len(runs) + len(SMOKE["figures"]) + 6
 
 
 def test_alternatives_match_exactly_the_names():
@@ -144,6 +157,7 @@ def test_alternatives_match_exactly_the_names():
 
 def test_every_job_runs_pinned_to_its_threads():
     assert pinned("rfl data {input}") == PIN + "rfl data {input}"
+    assert "RFL_CPU_RECORD=1" in PIN.split()        # the job's CPU seconds in its log
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         assert f"{var}={{threads}}" in PIN.split()
 
@@ -169,16 +183,22 @@ def test_reference_resources_scale_with_the_data(plan):
     assert Plan(cfg, PAPER).reference_runtime(_wc(dataset="cpesph"), _wc(size_mb=2.4)) == 11
 
 
-def test_run_resources_count_the_sample_gradients_of_the_job(plan):
+def test_run_resources_count_the_sample_gradients_of_the_job(plan, tmp_path):
     res = plan.run_resources("cpesph_fixed")
-    # 2 seeds x 10 rounds x K = 3 x B = 8 x S = 4 agents = 1920 gradients at 100 us: < 1 minute
-    assert res["runtime"] == 10 + math.ceil(1920 * 100e-6 / 60) == 11
-    assert res["mem_mb"](_wc(setting="rfedags_K1"), _wc(size_mb=10.0)) == 1000
-    assert res["mem_mb"](_wc(setting="rfedags_K1"), _wc(size_mb=1000.0)) == 1500    # 3 x 1000 / 2 seeds
+    # runs: rfedags K = 1 and 3, rfedavg K = 3, 2 seeds each, 10 rounds, B = 8, S = 4 agents:
+    # 2 x 10 x (1 + 3 + 3) x 8 x 4 = 4480 gradients at 100 us: < 1 minute
+    assert res["runtime"] == 10 + math.ceil(4480 * 100e-6 / 60) == 11
+    data, ref = tmp_path / "d.npz", tmp_path / "r.npz"
+    data.write_bytes(b"0" * 2**20 * 400)
+    ref.write_bytes(b"0" * 2**20 * 100)
+    one = _wc(data=[str(data)] * 3, references=[str(ref)] * 3)
+    assert res["mem_mb"](None, one) == 1500                       # 3 x (400 + 100) MB
+    assert res["mem_mb"](None, _wc(data=[str(ref)], references=[str(ref)])) == 1000
+    assert res["mem_mb"](None, _wc(data=["missing"], references=["missing"])) == 1000
     cfg = copy.deepcopy(SMOKE)
     cfg["experiments"]["cpesph_fixed"]["rounds"] = 100_000
-    # 2 x 100000 x 3 x 8 x 4 = 19.2e6 gradients = 1920 s = 32 minutes
-    assert Plan(cfg, PAPER).run_resources("cpesph_fixed")["runtime"] == 42
+    # 2 x 100000 x 7 x 8 x 4 = 44.8e6 gradients = 4480 s = 75 minutes
+    assert Plan(cfg, PAPER).run_resources("cpesph_fixed")["runtime"] == 85
 
 
 # ---- figures: labels, styles and order from the declarations --------------------------------

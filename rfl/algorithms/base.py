@@ -98,13 +98,14 @@ class Declared:
     def set_options(self, given: dict) -> None:
         """Set each declared option as an attribute: the ``given`` value, checked against the
         option's schema, or its default; an undeclared option is refused by name."""
-        import jsonschema
-
         unknown = sorted(set(given) - set(self.options))
         if unknown:
             raise TypeError(f"{self.name} takes no option {', '.join(map(repr, unknown))}; allowed: "
                             f"{', '.join(self.options) or 'none'}")
         for key, value in {**self.option_defaults(), **given}.items():
+            # imported only for an algorithm with options: a run without pays no import
+            import jsonschema
+
             try:
                 jsonschema.validate(value, self.options[key])
             except jsonschema.ValidationError as exc:

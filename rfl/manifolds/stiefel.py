@@ -8,7 +8,6 @@ Omega^T = -Omega}, X_perp: ``(n, n - p)`` an orthonormal basis of span(X)^perp.
 from __future__ import annotations
 
 import numpy as np
-import scipy.linalg
 
 from .base import EmbeddedSubmanifold
 
@@ -166,6 +165,9 @@ class Stiefel(EmbeddedSubmanifold):
     def exp(self, x, u):
         """Exp_X(V) = [X, V] expm([[A, -V^T V], [I, A]]) [I; 0] expm(-A), A = X^T V
         (Edelman, Arias & Smith 1998, eq. 2.45)."""
+        # imported here, not at the top: only Exp needs scipy (~0.1 s per process)
+        import scipy.linalg
+
         p = self.p
         a = _t(x) @ u
         eye = np.broadcast_to(np.eye(p), a.shape)
