@@ -147,6 +147,7 @@ OUTPUT_PATTERNS = [re.compile(p) for p in (
     rf"datasets/school/{sch.ILEA_FILENAME}",
     rf"logs/({NAME}/)*{NAME}\.log",
     "|".join(rf"datasets/anchors/{re.escape(s.subpath)}|logs/anchors_raw/{re.escape(s.subpath)}\.log"
+             rf"|results/benchmarks/anchors_raw/{re.escape(s.subpath)}\.tsv"
              for s in SOURCES.values()),
     rf"results/benchmarks/({NAME}/)*{NAME}\.tsv",
 )]
