@@ -13,7 +13,7 @@ S = 1000
 
 
 class BatchIndices:
-    params = [(50, 25), (80, 64), (10_000, 32)]
+    params = [[(50, 25), (80, 64), (10_000, 32)]]     # one axis of (N, B) pairs
     param_names = ["N, B"]
 
     def setup(self, nb):
