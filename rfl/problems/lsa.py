@@ -277,6 +277,77 @@ class FederatedLSA(Problem):
         bias = np.linalg.solve(np.einsum("c,cij->ij", self.weights, M), rhs)
         return bias, float(bias @ bias)
 
+    def pool_atoms(self, c: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Agent c's pool as distinct transitions (atoms) with their pool frequencies:
+        A(Z_k) ``(K, d, d)``, b(Z_k) ``(K, d)``, w_k ``(K,)`` (sum 1). The pool of n transitions
+        takes at most n_states * branching values, so moments over atoms are cheap and exact."""
+        nS = self.phi.shape[0]
+        codes, counts = np.unique(self.states[c] * nS + self.next_states[c], return_counts=True)
+        s, s_next = codes // nS, codes % nS
+        f, f_next = self.phi[s], self.phi[s_next]
+        A = np.einsum("ki,kj->kij", f, f - self.gamma * f_next)
+        b = self.r_pi[c, s][:, None] * f
+        return A, b, counts / counts.sum()
+
+    def fedlsa_stationary_pool(self, eta: float, H: int, B: int) -> dict:
+        """FedLSA's exact stationary E||theta - theta*||^2 with the pool oracle (mini-batches of
+        B distinct transitions of each agent's pool, full participation, fixed step eta, H local
+        steps), and its bias^2 / variance split.
+
+        Augmented state x = (theta, 1) in R^D, D = d + 1: a local step is x <- G x with
+        G = [[I - eta A_hat, eta b_hat], [0, 1]], (A_hat, b_hat) the mean over the batch, so G is
+        the without-replacement mean of the pool's g_j. Its moments are exact finite-population
+        ones: E[G] = G_bar_c (pool means), E[G (x) G] = G_bar_c (x) G_bar_c + f/B Sigma_c with
+        Sigma_c = mean_j (g_j - G_bar_c) (x) (g_j - G_bar_c) and f = (n - B)/(n - 1). A round
+        from X = E[x_t x_t^T]: agent c's H steps map vec X by T_c^H (T_c = E[G (x) G]) and its
+        mean by Gamma_c = G_bar_c^H; agents draw independently given x_t, so the cross terms
+        c != c' of E[x_{t+1} x_{t+1}^T] = sum_{c,c'} p_c p_c' E[x_c x_c'^T] are
+        Gamma_c X Gamma_c'^T, and the round map is the linear
+            L = Gamma_bar (x) Gamma_bar + sum_c p_c^2 (T_c^H - Gamma_c (x) Gamma_c),
+        Gamma_bar = sum_c p_c Gamma_c. Its fixed point with X[d, d] = 1 gives the stationary
+        second moment; errors are measured to the exact theta* (not the pool's).
+
+        Returns {plateau, bias_sq, variance, contraction} (contraction: spectral radius of L
+        off the constant direction; >= 1 means no stationary law, plateau = inf).
+        """
+        d = self.phi.shape[1]
+        D = d + 1
+        N, n = self.states.shape
+        B, H = int(B), int(H)
+        if not 1 <= B <= n:
+            raise ValueError(f"batch size B={B} must be in [1, pool size {n}]")
+        f = (n - B) / (n - 1) if n > 1 else 0.0
+        G_bar = np.zeros((N, D, D))
+        T = np.empty((N, D * D, D * D))
+        for c in range(N):
+            A, b, w = self.pool_atoms(c)
+            g = np.zeros((len(w), D, D))
+            g[:, :d, :d] = np.eye(d) - eta * A
+            g[:, :d, d] = eta * b
+            g[:, d, d] = 1.0
+            G_bar[c] = np.einsum("k,kij->ij", w, g)
+            dev = g - G_bar[c]
+            cov = np.einsum("k,kij,kab->iajb", w, dev, dev).reshape(D * D, D * D)
+            T[c] = np.kron(G_bar[c], G_bar[c]) + (f / B) * cov
+        TH = np.linalg.matrix_power(T, H)                                  # (N, D^2, D^2)
+        Gam = np.linalg.matrix_power(G_bar, H)                             # (N, D, D)
+        p = self.weights
+        Gam_bar = np.einsum("c,cij->ij", p, Gam)
+        L = np.kron(Gam_bar, Gam_bar) + np.einsum(
+            "c,cij->ij", p ** 2, TH - np.einsum("cij,cab->ciajb", Gam, Gam).reshape(N, D * D, D * D))
+        free = D * D - 1                                                   # X[d, d] = 1 is the last entry
+        contraction = float(np.abs(np.linalg.eigvals(L[:free, :free])).max())
+        if contraction >= 1:
+            return {"plateau": np.inf, "bias_sq": np.inf, "variance": np.inf, "contraction": contraction}
+        y = np.linalg.solve(np.eye(free) - L[:free, :free], L[:free, free])
+        X = np.append(y, 1.0).reshape(D, D)
+        S, m = X[:d, :d], X[:d, d]
+        ts = self.theta_star
+        plateau = float(np.trace(S) - 2 * ts @ m + ts @ ts)
+        bias_sq = float(((m - ts) ** 2).sum())
+        return {"plateau": plateau, "bias_sq": bias_sq, "variance": plateau - bias_sq,
+                "contraction": contraction}
+
     def predictions(self, spec: dict) -> dict:
         """Theory for one run spec, recorded in the run's metadata (reports read files only).
 
@@ -297,6 +368,14 @@ class FederatedLSA(Problem):
         I = np.eye(self.phi.shape[1])
         mean_gamma = sum(w * np.linalg.matrix_power(I - eta * A, H)
                          for w, A in zip(self.weights, self.A_bar_local))
-        return {"eta": eta, "H": H, "oracle": self.oracle, "fedlsa_bias": bias.tolist(),
-                "fedlsa_bias_sq": sq,
-                "fedlsa_round_contraction": float(np.abs(np.linalg.eigvals(mean_gamma)).max())}
+        out = {"eta": eta, "H": H, "oracle": self.oracle, "fedlsa_bias": bias.tolist(),
+               "fedlsa_bias_sq": sq,
+               "fedlsa_round_contraction": float(np.abs(np.linalg.eigvals(mean_gamma)).max())}
+        if self.oracle == "pool" and alg.get("batch_size") is not None:
+            # exact with the pool oracle: mini-batch noise included (None: no stationary law)
+            st = self.fedlsa_stationary_pool(eta, H, int(alg["batch_size"]))
+            fin = {k: (v if np.isfinite(v) else None) for k, v in st.items()}
+            out.update({"batch_size": int(alg["batch_size"]), "fedlsa_plateau_pool": fin["plateau"],
+                        "fedlsa_bias_sq_pool": fin["bias_sq"], "fedlsa_variance_pool": fin["variance"],
+                        "fedlsa_second_moment_contraction": st["contraction"]})
+        return out
