@@ -253,26 +253,92 @@ def test_summary_is_the_closed_form_of_the_synthetic_curves(synthetic):
         assert row["predicted_plateau"] == P
 
 
-def test_predicted_plateau_with_a_stochastic_oracle(tmp_path):
-    """bias^2 + eta sigma*^2 / (N B): with sigma*^2 = 8, eta = 0.5, N = 2, B = 4 the variance
-    term is 0.5; FedLSA flat at 3.5 = 3 + 0.5 is exactly on the prediction."""
-    assert lsa_report.predicted_plateau(3.0, 0.5, 8.0, 2, 4) == 3.5
-    assert lsa_report.predicted_plateau(3.0, 0.5, 0.0, 2, 4) == 3.0
-    assert np.isnan(lsa_report.predicted_plateau(3.0, 0.5, np.nan, 2, 4))
+SPREAD = np.array([-2.0, -1.0, 0.0, 1.0, 2.0])     # seeds' offsets: se = delta sqrt(2.5 / 5)
+
+
+def _pool_runs(root, level, scaff_level, delta, predicted, bias_sq, variance, contraction=0.0,
+               initial=None):
+    """Pool-oracle runs of one cell (heterogeneous, N = 2, H = 4, B = 3), 5 seeds: FedLSA flat at
+    level + delta SPREAD_s (from round 1; round 0 at ``initial``), SCAFFLSA likewise at
+    scaff_level; predictions as a pool run records them."""
     paths = []
-    for seed in (0, 1):
-        path = tmp_path / "runs" / "s" / f"fedavg_K4_seed{seed}.csv"
-        spec = {"experiment": "s", "seed": seed,
-                "dataset": {"problem": "lsa", "params": {"setting": "heterogeneous", "n_agents": 2,
-                                                        "oracle": "stochastic"}},
-                "algorithm": {"name": "fedavg", "K": 4, "batch_size": 4, "participation": None},
-                "step": {"rule": "fixed", "alpha": 0.5}}
-        write_run(path, {"round": np.arange(T + 1), "excess_risk": np.full(T + 1, 3.5), "status": "ok"},
-                  spec, predictions={"fedlsa_bias_sq": 3.0, "sigma_star_sq": 8.0})
-        paths.append(path)
-    row = lsa_report.summary(lsa_report.collect(paths), tail=0.1).iloc[0]
-    assert row["predicted_plateau"] == pytest.approx(3.5) and row["plateau_ratio"] == pytest.approx(1.0)
-    assert row["rel_error"] == pytest.approx(0.5 / 3.0)        # against the bias alone
+    for seed, off in enumerate(SPREAD):
+        for method, lvl in (("fedavg", level), ("scafflsa", scaff_level)):
+            path = root / "runs" / "pool" / f"{method}_K4_seed{seed}.csv"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            curve = np.full(T + 1, lvl + delta * off)
+            curve[0] = curve[0] if initial is None else initial
+            spec = {"experiment": "pool", "seed": seed,
+                    "dataset": {"problem": "lsa", "params": {"setting": "heterogeneous", "n_agents": 2,
+                                                            "oracle": "pool", "pool": 50}},
+                    "algorithm": {"name": method, "K": 4, "batch_size": 3, "participation": None},
+                    "step": {"rule": "fixed", "alpha": 0.5}}
+            write_run(path, {"round": np.arange(T + 1), "excess_risk": curve, "status": "ok"}, spec,
+                      predictions={"fedlsa_bias_sq": 1.0, "fedlsa_plateau_pool": predicted,
+                                   "fedlsa_bias_sq_pool": bias_sq, "fedlsa_variance_pool": variance,
+                                   "fedlsa_second_moment_contraction": contraction})
+            paths.append(path)
+    return paths
+
+
+def _pool_row(tmp_path, **kw):
+    return lsa_report.summary(lsa_report.collect(_pool_runs(tmp_path, **kw)), tail=0.1)
+
+
+def test_pool_rows_carry_the_exact_prediction_and_the_seed_standard_error(tmp_path):
+    row = _pool_row(tmp_path, level=5.0, scaff_level=1.0, delta=0.1, predicted=5.2, bias_sq=4.0,
+                    variance=1.2).iloc[0]
+    se = 0.1 * np.std(SPREAD, ddof=1) / np.sqrt(5)
+    assert row["oracle"] == "pool" and row["predicted_plateau"] == 5.2
+    assert row["fedlsa_plateau"] == pytest.approx(5.0, rel=1e-12)
+    assert row["fedlsa_plateau_se"] == pytest.approx(se, rel=1e-12)
+    assert row["scafflsa_plateau_se"] == pytest.approx(se, rel=1e-12)
+    assert row["z"] == pytest.approx(-0.2 / se, rel=1e-12)
+    assert row["rel_error"] == pytest.approx(0.2 / 5.2, rel=1e-12)
+    assert row["predicted_variance"] == 1.2 and row["predicted_bias_sq_pool"] == 4.0
+
+
+T_99_4 = 4.604094871     # two-sided 99% Student quantile, 4 degrees of freedom
+
+
+@pytest.mark.parametrize("k, verdict", [(0.99, "reproduced"), (-0.99, "reproduced"),
+                                        (1.01, "not reproduced"), (-1.01, "not reproduced")])
+def test_pool_plateau_verdict_on_both_sides_of_the_tolerance(tmp_path, k, verdict):
+    """Agreement iff |measured - predicted| <= t_{0.995, 4} se."""
+    delta = 0.1
+    se = delta * np.std(SPREAD, ddof=1) / np.sqrt(5)
+    table = _pool_row(tmp_path, level=5.0, scaff_level=1.0, delta=delta,
+                      predicted=5.0 + k * T_99_4 * se, bias_sq=4.0, variance=1.0)
+    rep = _section(tmp_path, table)
+    assert ("FedLSA / TD(0), pool oracle", "FedLSA plateau = exact stationary error", verdict) in rep.summary
+    # the exact-oracle verdicts are not formed from pool rows
+    assert not any(w == "FedLSA / TD(0)" for w, _, _ in rep.summary)
+
+
+def test_pool_plateau_verdict_needs_the_start_forgotten(tmp_path):
+    """Same plateau, but initial x contraction^(window start) > se: not judged as agreeing."""
+    table = _pool_row(tmp_path, level=5.0, scaff_level=1.0, delta=0.1, predicted=5.0, bias_sq=4.0,
+                      variance=1.0, contraction=0.9, initial=1e3)
+    assert table.iloc[0]["transient"] == pytest.approx(1e3 * 0.9 ** (T - 4 + 1), rel=1e-12)
+    rep = _section(tmp_path, table)
+    assert ("FedLSA / TD(0), pool oracle", "FedLSA plateau = exact stationary error",
+            "not reproduced") in rep.summary
+    assert any("start is not forgotten" in line for line in rep.lines)
+
+
+@pytest.mark.parametrize("gap_k, bias_sq, verdict", [
+    (1.01, 4.0, "reproduced"), (0.99, 4.0, "not reproduced"),
+    (1.01, 0.5, "insufficient data")])              # variance dominates: no cell to judge
+def test_scafflsa_pool_verdict_on_both_sides_of_the_margin(tmp_path, gap_k, bias_sq, verdict):
+    """SCAFFLSA improves iff FedLSA's plateau - SCAFFLSA's > t_{0.995, 4} sqrt(2) se, judged only
+    where the predicted bias^2 >= the predicted variance (1.0 here)."""
+    delta = 0.1
+    se = delta * np.std(SPREAD, ddof=1) / np.sqrt(5)
+    table = _pool_row(tmp_path, level=5.0, scaff_level=5.0 - gap_k * T_99_4 * np.sqrt(2) * se,
+                      delta=delta, predicted=5.0, bias_sq=bias_sq, variance=1.0)
+    rep = _section(tmp_path, table)
+    assert ("SCAFFLSA / TD(0), pool oracle", "SCAFFLSA improves on FedLSA where the bias dominates",
+            verdict) in rep.summary
 
 
 def test_cli_writes_the_table_and_one_figure_per_setting(synthetic):

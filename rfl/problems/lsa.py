@@ -189,6 +189,13 @@ class FederatedLSA(Problem):
         self.b_bar = self.weights @ self.b_bar_local
         self.theta_star = np.linalg.solve(self.A_bar, self.b_bar)
         self._moments_key, self._moments = None, None      # ``_local_moments``' last agents
+        # per pool transition: phi(s), phi(s) - gamma phi(s'), r_c(s), flat over (agent, index),
+        # so that a mini-batch's field is three gathers (the oracle's hot path)
+        if oracle == "pool":
+            f = self.phi[self.states]                                           # (N, n_pool, d)
+            self._pool_phi = f.reshape(N * n_pool, d)
+            self._pool_dphi = (f - self.gamma * self.phi[self.next_states]).reshape(N * n_pool, d)
+            self._pool_r = np.take_along_axis(self.r_pi, self.states, axis=1).ravel()
 
     # ---- the oracle ---------------------------------------------------------
     def transitions(self, agents: np.ndarray, batch: np.ndarray):
@@ -206,10 +213,10 @@ class FederatedLSA(Problem):
         if self.oracle == "exact":
             return self.local_egrad(x, agents)
         batch = np.asarray(batch)
-        s, s_next, r = self.transitions(agents, batch)
-        f, f_next = self.phi[s], self.phi[s_next]                     # (s, B, d)
-        neg_td = np.einsum("sbd,sd->sb", f - self.gamma * f_next, x) - r
-        return np.einsum("sb,sbd->sd", neg_td, f) / batch.shape[1]
+        flat = np.asarray(agents)[:, None] * self.states.shape[1] + batch      # (s, B)
+        neg_td = np.einsum("sbd,sd->sb", self._pool_dphi[flat], x)
+        neg_td -= self._pool_r[flat]
+        return np.einsum("sb,sbd->sd", neg_td, self._pool_phi[flat]) / batch.shape[1]
 
     def local_egrad(self, x, agents):
         """Mean field A_bar_c x_c - b_bar_c: ``(s, d)``."""

@@ -21,6 +21,15 @@ of the tail window / curve at the last round) says whether a curve has levelled 
 still decreasing (> 1); ``scafflsa_rate`` is SCAFFLSA's per-round factor over the second half
 of the rounds (``tail_rate``, ``RATE_WINDOW``); ``initial`` is E||theta_0 - theta*||^2. With H = 1 the bias is exactly 0 (sum_c eta A_bar_c (theta*_c - theta*)
 = eta (b_bar - A_bar theta*) = 0), so no relative error is formed.
+
+Stochastic pool oracle (mini-batches of B transitions of each agent's pool): the run records
+FedLSA's exact stationary E||theta - theta*||^2 (``fedlsa_plateau_pool``: bias^2 + variance,
+``FederatedLSA.fedlsa_stationary_pool``), which is the predicted plateau of those rows; the
+measured plateau's Monte Carlo standard error ``fedlsa_plateau_se`` is the standard deviation
+over seeds of each seed's window mean / sqrt(seeds) (seeds are independent; rounds within a
+seed are not), and ``z`` = (measured - predicted) / that error. ``transient`` bounds what is
+left of the start at the window's first round (initial x rho^round, rho the second-moment
+round map's contraction).
 """
 
 from __future__ import annotations
@@ -43,13 +52,15 @@ from .tables import write_markdown  # noqa: E402
 # The study compares FedAvg on the LSA field (FedLSA) with SCAFFLSA.
 FEDLSA, SCAFFLSA = "fedavg", "scafflsa"
 FLOOR = 1e-20        # values below (round-off of ||theta*||^2 ~ 1e2..1e3) are drawn at the floor
-KEY = ["setting", "N", "eta", "H"]
+KEY = ["oracle", "setting", "N", "eta", "H"]
 RATE_WINDOW = 0.5    # SCAFFLSA's per-round factor is measured over the second half of the rounds
 
 
 def collect(tables) -> list[dict]:
-    """One record per run: the KEY fields, method, seed, oracle, batch size, predicted
-    ||bias||^2 (NaN without a prediction) and the run's table."""
+    """One record per run: the KEY fields, method, seed, batch size, predicted ||bias||^2 and
+    predicted plateau (exact oracle: the bias; pool oracle: ``fedlsa_plateau_pool``) with its
+    bias^2 / variance split and the second-moment contraction (NaN without a prediction), and
+    the run's table."""
     runs = []
     io.check_sampler_versions(tables)
     for path in tables:
@@ -61,13 +72,22 @@ def collect(tables) -> list[dict]:
         try:
             params = sp["dataset"]["params"]
             pred = meta.get("predictions") or {}
+            oracle = params.get("oracle", "pool")
+
+            def num(key):
+                return float(np.nan if pred.get(key) is None else pred[key])
+            bias_sq = num("fedlsa_bias_sq")
             runs.append({"setting": params["setting"], "N": int(params["n_agents"]),
                          "eta": float(sp["step"]["alpha"]), "H": int(alg["K"]), "method": alg["name"],
-                         "seed": sp["seed"], "oracle": params.get("oracle", "pool"),
+                         "seed": sp["seed"], "oracle": oracle,
                          "batch_size": int(alg["batch_size"]), "status": meta["status"],
-                         "predicted": float(pred.get("fedlsa_bias_sq", np.nan)),
-                         "sigma_sq": (0.0 if params.get("oracle", "pool") == "exact"
-                                      else float(pred.get("sigma_star_sq", np.nan))),
+                         "predicted": bias_sq,
+                         "predicted_plateau": bias_sq if oracle == "exact" else num("fedlsa_plateau_pool"),
+                         "predicted_variance": 0.0 if oracle == "exact" else num("fedlsa_variance_pool"),
+                         "predicted_bias_sq_pool": (bias_sq if oracle == "exact"
+                                                    else num("fedlsa_bias_sq_pool")),
+                         "contraction": (num("fedlsa_round_contraction") if oracle == "exact"
+                                         else num("fedlsa_second_moment_contraction")),
                          "table": table})
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise io.RunTableError(f"{io.run_meta_path(path)}: the FedLSA study needs the spec's "
@@ -84,16 +104,21 @@ def mean_curve(tables: list[pd.DataFrame]) -> pd.Series:
     return wide.mean(axis=1, skipna=False).replace(np.nan, np.inf)
 
 
-def predicted_plateau(bias_sq: float, eta: float, sigma_sq: float, N: int, B: int) -> float:
-    """FedLSA's predicted plateau of E||theta_t - theta*||^2 with a stochastic oracle of B
-    transitions per local step: ||theta_inf^bias||^2 + eta sigma*^2 / (N B) (Mangold et al.:
-    the variance term eta sigma*^2 / N per transition, up to a constant of the step-size
-    condition; averaging B transitions divides the noise covariance by B). sigma*^2 is the
-    noise variance at theta* (trace of the covariance of A(Z) theta* - b(Z)); NaN without it.
-    With the exact oracle (no noise) pass sigma_sq = 0: the plateau is the bias alone."""
-    if not all(np.isfinite(v) for v in (bias_sq, eta, sigma_sq)) or N < 1 or B < 1:
+def seed_plateaus(tables: list[pd.DataFrame], tail: float) -> np.ndarray:
+    """Each seed's mean of ``excess_risk`` over the plateau window (``window_length`` of the
+    seed-mean curve): ``(seeds,)``; their mean is the seed-mean curve's window mean."""
+    curve = mean_curve(tables)
+    rounds = curve.index[-window_length(curve, tail):]
+    return np.array([float(t.set_index("round")["excess_risk"].reindex(rounds).mean()) for t in tables])
+
+
+def plateau_se(tables: list[pd.DataFrame], tail: float) -> float:
+    """Monte Carlo standard error of the measured plateau: the standard deviation over seeds of
+    the seeds' window means / sqrt(seeds) (NaN with one seed or a non-finite window)."""
+    m = seed_plateaus(tables, tail)
+    if len(m) < 2 or not np.all(np.isfinite(m)):
         return np.nan
-    return float(bias_sq + eta * sigma_sq / (N * B))
+    return float(m.std(ddof=1) / np.sqrt(len(m)))
 
 
 def window_length(curve: pd.Series, tail: float) -> int:
@@ -146,54 +171,89 @@ def summary(runs: list[dict], tail: float) -> pd.DataFrame:
     rows = []
     for key, by_method in sorted(_groups(runs).items()):
         any_run = next(iter(by_method.values()))[0]
-        preds = {r["predicted"] for rs in by_method.values() for r in rs}
-        row = dict(zip(KEY, key), oracle=any_run["oracle"], batch_size=any_run["batch_size"],
-                   predicted_bias_sq=float(np.nanmax(list(preds))) if preds else np.nan)
+        all_runs = [r for rs in by_method.values() for r in rs]
+
+        def pred(field):
+            vals = [r[field] for r in all_runs if np.isfinite(r[field])]
+            return float(np.max(vals)) if vals else np.nan
+        row = dict(zip(KEY, key), batch_size=any_run["batch_size"],
+                   predicted_bias_sq=pred("predicted"), predicted_plateau=pred("predicted_plateau"),
+                   predicted_variance=pred("predicted_variance"),
+                   predicted_bias_sq_pool=pred("predicted_bias_sq_pool"),
+                   contraction=pred("contraction"))
         for method, col in ((FEDLSA, "fedlsa"), (SCAFFLSA, "scafflsa")):
             rs = by_method.get(method, [])
             if not rs:
-                row.update({f"{col}_plateau": np.nan, f"{col}_last": np.nan,
+                row.update({f"{col}_plateau": np.nan, f"{col}_last": np.nan, f"{col}_plateau_se": np.nan,
                             f"{col}_window_ratio": np.nan, f"{col}_seeds": 0, f"{col}_rate": np.nan})
                 continue
             curve = mean_curve([r["table"] for r in rs])
             level, ratio = plateau(curve, tail)
             row.update({f"{col}_plateau": level, f"{col}_last": float(curve.iloc[-1]),
+                        f"{col}_plateau_se": plateau_se([r["table"] for r in rs], tail),
                         f"{col}_window_ratio": ratio, f"{col}_seeds": len(rs),
                         f"{col}_rate": tail_rate(curve, RATE_WINDOW)})
             row.setdefault("rounds", int(curve.index[-1]))
             row.setdefault("initial", float(curve.iloc[0]))     # FedLSA's (same x_0 per seed)
-        sig = [r["sigma_sq"] for rs in by_method.values() for r in rs]
-        row["predicted_plateau"] = predicted_plateau(row["predicted_bias_sq"], row["eta"],
-                                                     float(np.max(sig)) if sig else np.nan,
-                                                     row["N"], row["batch_size"])
         row["plateau_ratio"] = (row["fedlsa_plateau"] / row["predicted_plateau"]
                                 if row["predicted_plateau"] > 0 else np.nan)
-        pred = row["predicted_bias_sq"]
-        row["rel_error"] = (abs(row["fedlsa_plateau"] - pred) / pred
-                            if row["H"] > 1 and pred > 0 else np.nan)
+        target = row["predicted_plateau"]
+        # the exact oracle's H = 1 plateau is 0 (no bias, no noise): no relative error
+        row["rel_error"] = (abs(row["fedlsa_plateau"] - target) / target
+                            if (row["H"] > 1 or row["oracle"] != "exact") and target > 0 else np.nan)
+        row["z"] = ((row["fedlsa_plateau"] - target) / row["fedlsa_plateau_se"]
+                    if row["fedlsa_plateau_se"] > 0 else np.nan)
+        if "rounds" in row:
+            start = row["rounds"] - window_length(pd.Series(np.zeros(row["rounds"] + 1)), tail) + 1
+            row["transient"] = float(row["initial"] * row["contraction"] ** start)
+        else:
+            row["transient"] = np.nan
         row["scafflsa_factor"] = (row["fedlsa_plateau"] / row["scafflsa_last"]
                                   if row["scafflsa_last"] > 0 else np.inf)
         rows.append(row)
-    cols = KEY + ["oracle", "batch_size", "rounds", "initial", "predicted_bias_sq", "fedlsa_plateau", "rel_error",
+    cols = KEY + ["batch_size", "rounds", "initial", "predicted_bias_sq", "fedlsa_plateau", "rel_error",
                   "fedlsa_window_ratio", "scafflsa_last", "scafflsa_window_ratio", "scafflsa_factor",
-                  "fedlsa_seeds", "scafflsa_seeds", "scafflsa_rate", "predicted_plateau", "plateau_ratio"]
+                  "fedlsa_seeds", "scafflsa_seeds", "scafflsa_rate", "predicted_plateau", "plateau_ratio",
+                  "predicted_bias_sq_pool", "predicted_variance", "contraction", "fedlsa_plateau_se", "z",
+                  "transient", "scafflsa_plateau", "scafflsa_plateau_se"]
     return pd.DataFrame(rows, columns=cols)
 
 
 def display(table: pd.DataFrame) -> pd.DataFrame:
-    """The summary for reading: one line per (setting, N, eta, H)."""
+    """The summary for reading: one line per (oracle, setting, N, eta, H). The predicted plateau
+    is the bias with the exact oracle, bias^2 + variance with the pool oracle; the relative
+    error is the measured plateau's against it."""
+    exact_h1 = (table["H"] == 1) & (table["oracle"] == "exact")
     out = pd.DataFrame({
-        "setting": table["setting"], "N": table["N"].astype(str), "eta": table["eta"].map("{:g}".format),
-        "H": table["H"].astype(str),
+        "oracle": table["oracle"], "setting": table["setting"], "N": table["N"].astype(str),
+        "eta": table["eta"].map("{:g}".format), "H": table["H"].astype(str),
         "predicted ||bias||^2": table["predicted_bias_sq"],
+        "predicted plateau": table["predicted_plateau"],
         "FedLSA plateau": table["fedlsa_plateau"],
-        "rel. error": [("n/a (H = 1: bias 0)" if h == 1 else v) for h, v in zip(table["H"], table["rel_error"])],
+        "rel. error": [("n/a (H = 1: bias 0)" if h else v) for h, v in zip(exact_h1, table["rel_error"])],
         "SCAFFLSA, last round": table["scafflsa_last"],
         "SCAFFLSA factor": [("n/a (H = 1)" if h == 1 else v)
                             for h, v in zip(table["H"], table["scafflsa_factor"])],
         "rounds": table["rounds"].astype(str),
         "seeds": table["fedlsa_seeds"].astype(str)})
     return out
+
+
+def display_pool(table: pd.DataFrame) -> pd.DataFrame:
+    """The pool-oracle rows for reading: predicted bias^2 / variance / plateau (exact, from the
+    pool), FedLSA's measured plateau +- its standard error and z, SCAFFLSA's plateau +- error."""
+    def pm(v, e):
+        return f"{v:.4g} ± {e:.2g}" if np.isfinite(e) else f"{v:.4g}"
+    return pd.DataFrame({
+        "setting": table["setting"], "N": table["N"].astype(str), "H": table["H"].astype(str),
+        "B": table["batch_size"].astype(str),
+        "pred. bias^2": table["predicted_bias_sq_pool"], "pred. variance": table["predicted_variance"],
+        "pred. plateau": table["predicted_plateau"],
+        "FedLSA plateau ± se": [pm(v, e) for v, e in zip(table["fedlsa_plateau"], table["fedlsa_plateau_se"])],
+        "z": table["z"],
+        "SCAFFLSA plateau ± se": [pm(v, e) for v, e in zip(table["scafflsa_plateau"],
+                                                           table["scafflsa_plateau_se"])],
+        "rounds": table["rounds"].astype(str), "seeds": table["fedlsa_seeds"].astype(str)})
 
 
 def _plotted(n: int, points: int = 400) -> np.ndarray:
@@ -211,14 +271,18 @@ def draw(runs: list[dict], setting: str, out_pdf) -> None:
     mine = [r for r in runs if r["setting"] == setting]
     if not mine:
         raise ValueError(f"no FedLSA/SCAFFLSA run in setting {setting!r}")
+    oracles = sorted({r["oracle"] for r in mine})
     panels = sorted({(r["N"], r["eta"]) for r in mine})
     Hs = sorted({r["H"] for r in mine})
     colors = {H: plt.cm.viridis(i / max(1, len(Hs) - 1) * 0.9) for i, H in enumerate(Hs)}
     groups = _groups(mine)
-    fig, axes = plt.subplots(1, len(panels), figsize=(5.4 * len(panels), 4.6), squeeze=False)
-    for ax, (N, eta) in zip(axes[0], panels):
+    fig, axes = plt.subplots(len(oracles), len(panels), figsize=(5.4 * len(panels), 4.6 * len(oracles)),
+                             squeeze=False)
+    cells = [(ax, oracle, N, eta) for row, oracle in zip(axes, oracles)
+             for ax, (N, eta) in zip(row, panels)]
+    for ax, oracle, N, eta in cells:
         for H in Hs:
-            by_method = groups.get((setting, N, eta, H), {})
+            by_method = groups.get((oracle, setting, N, eta, H), {})
             for method, ls in ((FEDLSA, "-"), (SCAFFLSA, "--")):
                 rs = by_method.get(method, [])
                 if not rs:
@@ -230,15 +294,17 @@ def draw(runs: list[dict], setting: str, out_pdf) -> None:
                 ax.plot(mean.index, mean.values, ls, color=colors[H], lw=1.4)
                 ax.fill_between(mean.index, wide.min(axis=1), wide.max(axis=1), color=colors[H],
                                 alpha=0.12, lw=0)
-            preds = [r["predicted"] for rs in by_method.values() for r in rs if np.isfinite(r["predicted"])]
-            if H > 1 and preds and max(preds) > FLOOR:
+            # the predicted FedLSA plateau: the bias (exact oracle; 0 for H = 1), bias^2 + variance (pool)
+            preds = [r["predicted_plateau"] for rs in by_method.values() for r in rs
+                     if np.isfinite(r["predicted_plateau"])]
+            if preds and max(preds) > FLOOR:
                 ax.axhline(max(preds), color=colors[H], ls=":", lw=1.2)
         ax.set_xscale("symlog", linthresh=1)
         ax.set_xlim(left=0)
         ax.set_yscale("log")
         ax.set_xlabel("round $t$")
         ax.set_ylabel(r"$E\|\theta_t - \theta^*\|^2$")
-        ax.set_title(f"{setting} agents, N = {N}, $\\eta$ = {eta:g}", fontsize=9)
+        ax.set_title(f"{setting} agents, N = {N}, $\\eta$ = {eta:g}, oracle: {oracle}", fontsize=9)
         ax.grid(True, which="major", alpha=0.3)
     from matplotlib.lines import Line2D
 
@@ -246,14 +312,14 @@ def draw(runs: list[dict], setting: str, out_pdf) -> None:
     by_style = [Line2D([], [], color="k", ls=ls, lw=1.2, label=label)
                 # on the LSA field FedAvg is FedLSA, the name the study compares under
                 for ls, label in (("-", "FedLSA"), ("--", algorithm_label(SCAFFLSA)),
-                                  (":", "predicted FedLSA bias"))]
+                                  (":", "predicted FedLSA plateau"))]
     axes[0][0].add_artist(axes[0][0].legend(handles=by_H, fontsize=7, loc="lower left"))
     axes[0][0].legend(handles=by_style, fontsize=7, loc="lower center")
     n_seeds = max(len(rs) for by in groups.values() for rs in by.values())
-    oracles = ", ".join(sorted({r["oracle"] for r in mine}))
-    fig.suptitle(f"Federated TD(0) on Garnet MDPs, {setting} agents: mean over {n_seeds} seeds "
-                 f"(band: min-max), oracle: {oracles}\nvalues below {FLOOR:.0e} (round-off) are "
-                 f"drawn at {FLOOR:.0e}; no bias line for H = 1 (the bias is 0)", fontsize=8)
+    fig.suptitle(f"Federated TD(0) on Garnet MDPs, {setting} agents: mean over up to {n_seeds} "
+                 f"seeds (band: min-max), oracle: {', '.join(oracles)}\nvalues below {FLOOR:.0e} "
+                 f"(round-off) are drawn at {FLOOR:.0e}; predicted plateau: the bias (exact oracle; "
+                 f"none for H = 1, where it is 0), bias^2 + variance (pool oracle)", fontsize=8)
     fig.tight_layout()
     save_figure(fig, out_pdf)
 

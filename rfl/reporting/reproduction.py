@@ -431,21 +431,19 @@ def lsa_section(rep: Report, spec: dict) -> None:
             f"over the last {tail:.0%} of rounds; the SCAFFLSA factor is FedLSA's plateau over "
             "SCAFFLSA's error at the last round. Figures: `figures/fig_fedlsa_scafflsa_<setting>.pdf`.",
             "")
-    for oracle, sub in t.groupby("oracle"):
-        if oracle == "exact":
-            rep.add("Oracle **exact** (A(Z) = A_bar_c, b(Z) = b_bar_c): the local updates carry no "
-                    "mini-batch noise, so FedLSA's iterate is its expected iterate and its plateau "
-                    "is the bias alone. With a stochastic oracle (mini-batches of B transitions) "
-                    "E||theta_t - theta*||^2 adds a variance term of order eta sigma*^2 / (N a B) "
-                    "(Mangold et al.: eta sigma*^2 / (N a) per transition), and the plateau lies "
-                    "above the bias line by that much.", "")
-        else:
-            Bs = ", ".join(str(b) for b in sorted(set(sub["batch_size"])))
-            rep.add(f"Oracle **{oracle}** (mini-batches of B = {Bs} transitions of a pre-drawn "
-                    "pool): the measured plateau is the bias plus a variance term of order "
-                    "eta sigma*^2 / (N a B) (Mangold et al.), so a plateau above the prediction is "
-                    "expected; the relative errors below include that term.", "")
-    rep.table(display(t))
+    from .lsa_pool import pool_section
+
+    pool = t[t["oracle"] == "pool"]
+    t = t[t["oracle"] == "exact"]
+    if len(t):
+        rep.add("Oracle **exact** (A(Z) = A_bar_c, b(Z) = b_bar_c): the local updates carry no "
+                "mini-batch noise, so FedLSA's iterate is its expected iterate and its plateau "
+                "is the bias alone (the pool oracle's mini-batch noise adds a variance term: "
+                "its own section below).", "")
+        rep.table(display(t))
+    else:
+        pool_section(rep, pool, _verdict)
+        return
 
     rep.add("### Claim: FedLSA converges to theta* + theta_inf^bias, the predicted bias", "")
     biased = t[t["H"] > 1]
@@ -501,6 +499,7 @@ def lsa_section(rep: Report, spec: dict) -> None:
                     _verdict(n_ok, len(het), int((~judged).sum())),
                     f"heterogeneous setting, every (N, eta, H > 1): SCAFFLSA's error at the last "
                     f"round is at least {LSA_FACTOR:g}x below FedLSA's plateau; partly if for some")
+    pool_section(rep, pool, _verdict)
 
 
 def provenance(spec: dict) -> list[str]:
