@@ -359,3 +359,29 @@ def floyd_batches(k0, k1, draw, agents, sizes, B, out):
                 taken[row[b]] = False
             row.sort()
     return out
+
+
+@_jit
+def lsa_field(phi, dphi, r, n_pool, agents, idx, x, out):
+    """Mini-batch mean of the TD(0) / LSA field A(Z) x - b(Z) = phi(s) [(phi(s) - gamma
+    phi(s'))^T x - r(s)] per agent row (``rfl.problems.lsa``): ``out: (s, d)``.
+
+    phi, dphi: (N n_pool, d) phi(s) and phi(s) - gamma phi(s') of every pool transition, r:
+    (N n_pool,) r_c(s), flat over (agent, pool index); row a reads transitions
+    agents[a] n_pool + idx[a, b], b < B."""
+    s, B = idx.shape
+    d = x.shape[1]
+    for a in range(s):
+        base = agents[a] * n_pool
+        for k in range(d):
+            out[a, k] = 0.0
+        for b in range(B):
+            j = base + idx[a, b]
+            td = -r[j]
+            for k in range(d):
+                td += dphi[j, k] * x[a, k]
+            for k in range(d):
+                out[a, k] += td * phi[j, k]
+        for k in range(d):
+            out[a, k] /= B
+    return out

@@ -212,11 +212,13 @@ class FederatedLSA(Problem):
         """
         if self.oracle == "exact":
             return self.local_egrad(x, agents)
-        batch = np.asarray(batch)
-        flat = np.asarray(agents)[:, None] * self.states.shape[1] + batch      # (s, B)
-        neg_td = np.einsum("sbd,sd->sb", self._pool_dphi[flat], x)
-        neg_td -= self._pool_r[flat]
-        return np.einsum("sb,sbd->sd", neg_td, self._pool_phi[flat]) / batch.shape[1]
+        from ._batching import kernels
+
+        idx = np.ascontiguousarray(batch, dtype=np.int64)
+        agents = np.ascontiguousarray(agents, dtype=np.int64)
+        x = np.ascontiguousarray(x, dtype=float)
+        return kernels().lsa_field(self._pool_phi, self._pool_dphi, self._pool_r, self.states.shape[1],
+                                   agents, idx, x, np.empty_like(x))
 
     def local_egrad(self, x, agents):
         """Mean field A_bar_c x_c - b_bar_c: ``(s, d)``."""

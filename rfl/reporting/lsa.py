@@ -228,7 +228,8 @@ def display(table: pd.DataFrame) -> pd.DataFrame:
         "oracle": table["oracle"], "setting": table["setting"], "N": table["N"].astype(str),
         "eta": table["eta"].map("{:g}".format), "H": table["H"].astype(str),
         "predicted ||bias||^2": table["predicted_bias_sq"],
-        "predicted plateau": table["predicted_plateau"],
+        # (tables of exact-oracle studies written before the pool oracle's prediction: the bias)
+        "predicted plateau": table.get("predicted_plateau", table["predicted_bias_sq"]),
         "FedLSA plateau": table["fedlsa_plateau"],
         "rel. error": [("n/a (H = 1: bias 0)" if h else v) for h, v in zip(exact_h1, table["rel_error"])],
         "SCAFFLSA, last round": table["scafflsa_last"],
