@@ -53,6 +53,14 @@ def scafflsa_checks(t: pd.DataFrame) -> pd.DataFrame:
                         index=t.index)
 
 
+def still(r) -> str:
+    """A note when SCAFFLSA's curve still falls over the window (start / last > 1 + 3 se / last)."""
+    last = r["scafflsa_last"]
+    if last > 0 and r["scafflsa_window_ratio"] - 1 > 3 * r["scafflsa_plateau_se"] / last:
+        return " (still decreasing: more rounds would lower it)"
+    return ""
+
+
 def pool_section(rep, t: pd.DataFrame, verdict) -> None:
     """The pool-oracle rows of the LSA table ``t``: the table, FedLSA's plateau verdict and the
     SCAFFLSA verdict (``verdict(n_ok, n, n_missing)``, ``rep`` a reproduction Report)."""
@@ -101,7 +109,8 @@ def pool_section(rep, t: pd.DataFrame, verdict) -> None:
         factor = r["fedlsa_plateau"] / r["scafflsa_plateau"] if r["scafflsa_plateau"] > 0 else np.inf
         rep.add(f"- {r['setting']}, N = {r['N']}, H = {r['H']}: bias^2 {r['predicted_bias_sq_pool']:.3g} vs "
                 f"variance {r['predicted_variance']:.3g}; FedLSA {r['fedlsa_plateau']:.4g}, SCAFFLSA "
-                f"{r['scafflsa_plateau']:.4g} (factor {factor:.3g}, margin {c['margin']:.2g}): "
+                f"{r['scafflsa_plateau']:.4g} over the same window{still(r)} (factor {factor:.3g}, "
+                f"margin {c['margin']:.2g}): "
                 + ("improves" if c["improves"] else "no significant improvement" if c["judged"]
                    else "insufficient data") + ".")
     rep.add("")
