@@ -249,6 +249,27 @@ def test_asv_tracks_expand_the_parameters_with_units(tmp_path):
                       ("Speedup.track_speedup (c)", "30.4 x (loop / vectorised)")]
 
 
+def test_kept_asv_input_carries_its_units(tmp_path):
+    """The README's asv rows are regenerated from the copy kept beside it, away from the
+    results directory's benchmarks.json: the copy must keep the units."""
+    results = tmp_path / "asv" / "results"
+    (results / "vm").mkdir(parents=True)
+    (results / "benchmarks.json").write_text(json.dumps(
+        {"bench_flower.FlowerRound.track_seconds_per_round": {"unit": "seconds"}, "version": 2}))
+    src = results / "vm" / "abc-env.json"
+    src.write_text(json.dumps({"result_columns": ["result", "params"], "params": {"cpu": "X"},
+                               "results": {"bench_flower.FlowerRound.track_seconds_per_round":
+                                           [[0.1, 0.7], [["'flower'"], ["10", "100"]]]}}))
+    readme = tmp_path / "README.md"
+    readme.write_text("x\n")
+    perf_csv = tmp_path / "p.csv"
+    perf_csv.write_text("")
+    perf.keep_readme_inputs(readme, perf_csv, src)
+    kept = tmp_path / perf.README_ASV_INPUT
+    assert perf.asv_tracks(kept) == perf.asv_tracks(src)
+    assert perf.asv_tracks(kept)[1][0] == ("FlowerRound.track_seconds_per_round (flower, 10)", "0.1 seconds")
+
+
 def test_readme_has_the_generated_table():
     readme = REPO / "README.md"
     block = perf.readme_table(readme)

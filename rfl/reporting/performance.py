@@ -247,6 +247,24 @@ def _duration(seconds: float) -> str:
     return f"{m} min {s:02d} s" if m else f"{s} s"
 
 
+def asv_units(result_json) -> dict:
+    """{benchmark: unit}: from the result file itself when it carries them (the copy kept
+    beside the README, ``keep_readme_inputs``), else from ``benchmarks.json`` of its asv
+    results directory."""
+    path = Path(result_json)
+    try:
+        kept = json.loads(path.read_text(encoding="utf-8")).get("units")
+    except (OSError, ValueError, AttributeError):
+        kept = None
+    if isinstance(kept, dict):
+        return kept
+    bench_json = path.parent.parent / "benchmarks.json"
+    if bench_json.is_file():
+        return {k: v.get("unit", "") for k, v in json.loads(bench_json.read_text()).items()
+                if isinstance(v, dict)}
+    return {}
+
+
 def asv_tracks(result_json) -> tuple[str, list[tuple[str, str]]]:
     """(machine, [(benchmark and parameters, value with unit)]) of the ``track_*`` benchmarks of
     one asv result file; units from ``benchmarks.json`` of the results directory when present."""
@@ -259,11 +277,7 @@ def asv_tracks(result_json) -> tuple[str, list[tuple[str, str]]]:
         results = data["results"]
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise PerfInputError(f"{path}: not an asv result file ({exc})") from None
-    units = {}
-    bench_json = path.parent.parent / "benchmarks.json"
-    if bench_json.is_file():
-        units = {k: v.get("unit", "") for k, v in json.loads(bench_json.read_text()).items()
-                 if isinstance(v, dict)}
+    units = asv_units(path)
     p = data.get("params", {})
     machine_line = ", ".join(str(p[k]) for k in ("cpu", "num_cpu", "os") if p.get(k))
     rows = []
@@ -338,7 +352,12 @@ def keep_readme_inputs(readme, perf_csv, asv_json=None) -> None:
             dst.unlink(missing_ok=True)
         elif Path(src).resolve() != dst:
             dst.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(src, dst)
+            if name == README_ASV_INPUT:       # keep the units, which live beside the result
+                data = json.loads(Path(src).read_text(encoding="utf-8"))
+                data["units"] = asv_units(src)
+                dst.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+            else:
+                shutil.copyfile(src, dst)
 
 
 def readme_table(readme) -> str:
