@@ -32,13 +32,18 @@ GOAL = 0.90
 
 #: the test files that exercise each package (globs under tests/)
 TESTS = {
-    "manifolds": ["test_manifold*.py", "test_aggregation.py"],
+    "manifolds": ["test_manifold*.py", "test_aggregation.py", "test_lorentz.py", "test_stiefel_qr_inverse.py"],
     "algorithms": ["test_algorithms.py", "test_strategy_contract.py", "test_rfedsvrg_rfedproj.py",
-                   "test_rlbfgs*.py", "test_centralized.py", "test_aggregation.py", "test_batching.py",
-                   "test_guards.py"],
+                   "test_rfedags_rsvrg.py", "test_rlbfgs*.py", "test_centralized.py", "test_aggregation.py",
+                   "test_batching.py", "test_guards.py", "test_sampling.py", "test_participation.py",
+                   "test_full_batch_products.py"],
     "problems": ["test_problem_contract.py", "test_cpesph.py", "test_cfmspd.py", "test_mbcfsti.py",
-                 "test_kpca.py", "test_multitask.py", "test_lsa.py", "test_school.py", "test_batching.py"],
-    "reporting": ["test_verdicts.py", "test_tables.py", "test_lsa_workflow.py", "test_workflow.py"],
+                 "test_kpca.py", "test_multitask.py", "test_lsa.py", "test_lsa_stationary.py", "test_school.py",
+                 "test_batching.py", "test_hsp.py", "test_lrmc.py", "test_pca_sphere.py", "test_pca_stiefel.py",
+                 "test_full_batch_products.py"],
+    "reporting": ["test_verdicts.py", "test_tables.py", "test_lsa_workflow.py", "test_workflow.py",
+                  "test_newer_synthetic_verdicts.py", "test_newer_version_report.py",
+                  "test_partial_explanations.py", "test_participation_report.py"],
 }
 #: tests left out: those that start ``rfl`` or ``snakemake`` as subprocesses (they import the
 #: installed rfl, not the mutant, and their timing-dependent checks fail in mutmut's copy)
