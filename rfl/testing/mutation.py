@@ -147,7 +147,7 @@ def run(package: str, children: int, report: str | None = None) -> dict:
                              f"on the unmutated code first ({' '.join(selection(package))})")
         subprocess.run([sys.executable, "-m", "mutmut", "export-cicd-stats"], cwd=work, env=env, check=True)
         stats = json.loads((work / "mutants" / "mutmut-cicd-stats.json").read_text())
-        survivors = survivors_report(work, env)
+        survivors = survivors_report(work, env) if report else ""
     if report:
         Path(report).write_text(survivors)
         print(f"survivors and their diffs: {report}")
