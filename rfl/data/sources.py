@@ -24,7 +24,7 @@ from pathlib import Path
 
 from rfl.data.school import ChecksumMismatchError, DataUnavailableError
 
-__all__ = ["Source", "SOURCES", "MIRROR_ENV", "fetch", "verified", "find_in_mirror",
+__all__ = ["Source", "SOURCES", "MIRROR_ENV", "fetch", "verified", "find_in_mirror", "find_all_in_mirror",
            "ChecksumMismatchError", "DataUnavailableError"]
 
 #: environment variable naming the mirror folder (a copy of the anchors' data/ folder)
@@ -110,6 +110,15 @@ def find_in_mirror(name: str, mirror: str | os.PathLike | None = None) -> Path |
         return None
     path = folder / source(name).subpath
     return path if path.is_file() else None
+
+
+def find_all_in_mirror(names, what: str) -> list[Path]:
+    """The mirror copies of the sources ``names`` (a problem's ``find_raw_inputs``); raises
+    FileNotFoundError naming ``what`` and the mirror variable when one is missing."""
+    found = [find_in_mirror(n) for n in names]
+    if None in found:
+        raise FileNotFoundError(f"{what}: set {MIRROR_ENV} to a copy of the anchors' data/ folder")
+    return found
 
 
 def _in_mirror(path: Path) -> bool:

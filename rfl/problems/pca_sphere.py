@@ -29,12 +29,8 @@ class PCASphere(CPESph):
 
     @classmethod
     def find_raw_inputs(cls):
-        from rfl.data.sources import MIRROR_ENV, find_in_mirror
-        found = [find_in_mirror(n) for n in cls.raw_inputs]
-        if None in found:
-            raise FileNotFoundError(f"the MNIST files: set {MIRROR_ENV} to a copy of the "
-                                    f"anchors' data/ folder")
-        return found
+        from rfl.data.sources import find_all_in_mirror
+        return find_all_in_mirror(cls.raw_inputs, "the MNIST files")
 
     @classmethod
     def check_params(cls, params):
