@@ -212,6 +212,17 @@ def gram_apply(data: np.ndarray, agents: np.ndarray, batch: np.ndarray | None,
     return np.ascontiguousarray(out.swapaxes(-1, -2))
 
 
+def local_gram(data: np.ndarray) -> np.ndarray:
+    """Each agent's mean outer product (1/N) Z_j^T Z_j, exactly symmetric: data (S, N, n) ->
+    (S, n, n). One BLAS product per agent: ``np.einsum`` would loop in C without BLAS, 4-10x
+    slower at MNIST's size (S = 60, N = 160, n = 784: seconds per problem load)."""
+    data = np.asarray(data, dtype=float)
+    out = np.matmul(data.swapaxes(-1, -2), data)
+    out += out.swapaxes(-1, -2)
+    out *= 0.5 / data.shape[-2]
+    return out
+
+
 def agent_rows(arr: np.ndarray, agents: np.ndarray) -> np.ndarray:
     """``arr[agents]`` for per-agent arrays ``arr: (S, ...)``, as a view (no copy) when the agents
     are consecutive (all agents, in order, being the common case): ``(s, ...)``."""

@@ -13,7 +13,7 @@ import numpy as np
 from rfl.data import cpesph as data
 from rfl.manifolds import Sphere
 
-from ._batching import agent_rows, gram_apply, is_full_batch
+from ._batching import agent_rows, gram_apply, is_full_batch, local_gram
 from .base import COUNT, POSITIVE, SampleArrayProblem, object_schema
 
 
@@ -50,7 +50,7 @@ class CPESph(SampleArrayProblem):
         S, N, n = self.Z.shape
         self.manifold = Sphere(n, retraction=retraction, transport=transport)
         self.local_sizes = np.full(S, N)
-        self._local_cov = np.einsum("sjn,sjm->snm", self.Z, self.Z) / N     # (S, n, n)
+        self._local_cov = local_gram(self.Z)                                 # (S, n, n)
         self.C = np.einsum("s,snm->nm", self.weights, self._local_cov)      # pooled covariance
 
     def minibatch_egrad(self, x, agents, batch):

@@ -28,7 +28,7 @@ from rfl.data import kpca as data
 from rfl.data.kpca import n_per_agent_from
 from rfl.manifolds import Grassmann, Stiefel
 
-from ._batching import agent_rows, gram_apply, is_full_batch
+from ._batching import agent_rows, gram_apply, is_full_batch, local_gram
 from .base import COUNT, Problem, object_schema
 
 
@@ -91,8 +91,7 @@ class KPCA(Problem):
         self._grassmann = Grassmann(d, self.r)
         self.labels = None if labels is None else np.asarray(labels)
         self.local_sizes = np.full(S, N)
-        self.A_local = np.einsum("snk,snl->skl", self.Z, self.Z) / N       # (S, d, d): A_i
-        self.A_local = 0.5 * (self.A_local + self.A_local.swapaxes(-1, -2))
+        self.A_local = local_gram(self.Z)                                   # (S, d, d): A_i
         self.A_bar = np.einsum("s,skl->kl", self.weights, self.A_local)   # pooled A
 
     @property
