@@ -308,3 +308,28 @@ def test_a_declared_problem_brings_its_params_schema_and_checks():
         rflconfig.validate(cfg)
     finally:
         PROBLEMS.remove("cpesph_even")
+
+
+def test_run_setting_loads_each_data_file_once_and_keeps_every_result(tmp_path, prepared, smoke_runs,
+                                                                       monkeypatch):
+    """Runs on one data file share one loaded problem (its precomputations are made once), in
+    any order of the items; every table equals that of a separate ``run``."""
+    spec, data, ref = prepared
+    data2 = tmp_path / "data2.npz"
+    runner.generate_data(dict(spec["dataset"], seed=spec["dataset"]["seed"] + 1), data2)
+    specs = [spec, dict(spec, seed=spec["seed"] + 1), dict(spec, seed=spec["seed"] + 2)]
+    items = [(specs[0], data, ref), (specs[1], data2, ref), (specs[2], data, ref), (specs[0], data2, ref)]
+    loads = []
+    original = runner.load_problem
+    monkeypatch.setattr(runner, "load_problem", lambda *a, **k: loads.append(str(a[1])) or original(*a, **k))
+    runner.run_setting([(s, d, r, tmp_path / f"g{i}.csv", tmp_path / f"g{i}.meta.json")
+                        for i, (s, d, r) in enumerate(items)])
+    assert sorted(loads) == sorted([str(data), str(data2)])
+    monkeypatch.setattr(runner, "load_problem", original)
+    for i, (s, d, r) in enumerate(items):
+        runner.run(s, d, r, tmp_path / f"one{i}.csv", tmp_path / f"one{i}.meta.json")
+        pd.testing.assert_frame_equal(pd.read_csv(tmp_path / f"g{i}.csv").drop(columns="wall_time"),
+                                      pd.read_csv(tmp_path / f"one{i}.csv").drop(columns="wall_time"),
+                                      check_exact=True)
+    # the two data files differ, so a problem kept from the wrong file would show
+    assert not pd.read_csv(tmp_path / "g0.csv")["cost"].equals(pd.read_csv(tmp_path / "g3.csv")["cost"])
