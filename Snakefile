@@ -10,7 +10,7 @@
 # config edit reruns exactly the jobs whose spec it changed.
 #
 #   rules/common.smk      config checks, the Plan (rfl/workflow.py), specs, constraints
-#   rules/data.smk        school_raw, data, reference
+#   rules/data.smk        school_raw, anchors_raw, data (with its reference optimum)
 #   rules/runs.smk        run_<experiment>: the runs of one experiment per job
 #   rules/reporting.smk   figure, table1, table2, heterogeneity, lsa, reproduction, performance
 # Every job logs its stdout and stderr (the last line: its CPU seconds) to OUT/logs/<job>.log and

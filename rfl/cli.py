@@ -1,7 +1,8 @@
 """``rfl``: the thin command line the Snakefile calls.
 
     rfl validate CONFIG                         check a workflow config
-    rfl data SPEC OUT.npz                       generate a dataset
+    rfl data SPEC OUT.npz [RAW...] [--reference REF.npz]
+                                                generate a dataset (and its x*, F(x*))
     rfl reference SPEC DATA.npz OUT.npz         x* and F(x*) of a dataset
     rfl run SPEC DATA.npz REF.npz OUT.csv OUT.meta.json
     rfl runs --specs S... --data D... --references R... --tables T... --metas M...
@@ -161,6 +162,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("spec", type=_existing)
     p.add_argument("out")
     p.add_argument("inputs", nargs="*", type=_existing, help="raw files the generator reads")
+    p.add_argument("--reference", metavar="REF.npz", default=None,
+                   help="also compute x* and F(x*) of the new data (as rfl reference) in the same "
+                        "process, written here")
     p = sub.add_parser("reference", help="compute x* and F(x*) of a dataset")
     p.add_argument("spec", type=_existing)
     p.add_argument("data", type=_npz)
@@ -260,7 +264,7 @@ def _unknown_options(parser: argparse.ArgumentParser, argv: list[str]) -> str | 
 
 #: per subcommand, the arguments that name files it writes, and the suffixes it writes beside them
 _OUTPUTS = {
-    "data": (("out",), ()), "reference": (("out",), ()),
+    "data": (("out", "reference"), ()), "reference": (("out",), ()),
     "run": (("out_table", "out_meta"), ()), "flower": (("out_table", "out_meta"), ()), "runs": (("tables", "metas"), ()),
     "figure": (("out_pdf",), (".png",)), "fetch-school": (("out",), ()),
     "fetch-source": (("out",), ()),
@@ -408,6 +412,9 @@ def _main(argv: list[str]) -> int:
                                 f"{len(args.inputs)}; pass them after OUT.npz, in that order")
             _work_starts()
             generate_data(spec, args.out, args.inputs)
+            if args.reference is not None:
+                from rfl.runner import compute_reference
+                compute_reference(spec, args.out, args.reference)
         elif args.command == "reference":
             from rfl.runner import compute_reference
             _work_starts()

@@ -183,8 +183,7 @@ class Plan:
         raw = {name for p in problems for name in raw_inputs_of(p)}
         names = ["school_raw"] if "school" in raw else []
         names += [f"anchors_raw/{SOURCES[name].subpath}" for name in sorted(raw) if name in SOURCES]
-        for kind in ("data", "reference"):
-            names += [f"{kind}/{name}/{instance}" for name, instance in sorted(used)]
+        names += [f"data/{name}/{instance}" for name, instance in sorted(used)]
         names += [f"runs/{e}" for e in self.experiments if any(k[0] == e for k in self.runs)]
         names += [f"figures/{f}" for f in self.figures]
         names += [t for t in ("table1", "table2") if t in self.tables]
@@ -277,17 +276,23 @@ class Plan:
         return specs
 
     # ---- resources -------------------------------------------------------------------------
-    @staticmethod
-    def reference_mem_mb(wildcards, input) -> int:  # noqa: A002 (Snakemake passes it by name)
-        """4x the data file, at least 1 GB."""
-        return max(1000, math.ceil(4 * input.size_mb))
+    def data_size_mb(self, dataset: str) -> float:
+        """MB of the arrays of ``dataset`` (its problem's ``memory_bytes``; 0 if not estimated):
+        the data job's resources are asked for before its file exists."""
+        d = self.config["datasets"][dataset]
+        size = problem_class(d["problem"]).memory_bytes(d["params"])
+        return 0.0 if size is None else size / 2**20
 
-    def reference_runtime(self, wildcards, input) -> int:  # noqa: A002
+    def data_mem_mb(self, wildcards) -> int:
+        """4x the data, at least 1 GB (the data and reference job)."""
+        return max(1000, math.ceil(4 * self.data_size_mb(wildcards.dataset)))
+
+    def reference_runtime(self, wildcards) -> int:
         """Minutes: 10 + the solver's budget (starts x iterations x ~5 passes over the data at
-        >= 200 MB/s); closed-form references take seconds."""
+        >= 200 MB/s); closed-form references and data generation take seconds."""
         ref = self.config["datasets"][wildcards.dataset].get("reference", {})
         passes = ref.get("starts", 1) * ref.get("max_iterations", 1000) * 5
-        return 10 + math.ceil(passes * input.size_mb / 200 / 60)
+        return 10 + math.ceil(passes * self.data_size_mb(wildcards.dataset) / 200 / 60)
 
     def run_resources(self, experiment: str) -> dict:
         """mem_mb: 3x one run's inputs (its data and reference, the largest pair of the job), at

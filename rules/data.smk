@@ -1,4 +1,4 @@
-# Data: the School raw file, one data file per dataset instance, its reference optimum.
+# Data: the raw files, one data file per dataset instance with its reference optimum.
 
 
 rule school_raw:
@@ -21,44 +21,27 @@ rule school_raw:
 
 
 rule data:
-    """One instance of a dataset, with the raw files its problem declares (raw_inputs)."""
+    """One instance of a dataset, with the raw files its problem declares (raw_inputs), and its
+    reference optimum x* (closed form or a converged solver), in one process: a job of its own
+    for x* cost a second start-up per instance for a few seconds of work."""
     input:
         spec=PLAN.spec("datasets/{dataset}/{instance}"),
         raw=PLAN.raw_inputs,
     output:
-        PLAN.path("results/data/{dataset}/{instance}.npz"),
+        data=PLAN.path("results/data/{dataset}/{instance}.npz"),
+        reference=PLAN.path("results/reference/{dataset}/{instance}.npz"),
     log:
         PLAN.log("data/{dataset}/{instance}"),
     benchmark:
         PLAN.benchmark("data/{dataset}/{instance}"),
     threads: 1
     resources:
-        **LIGHT,
-    conda:
-        ENV
-    shell:
-        pinned("rfl data {input.spec} {output} {input.raw} > {log} 2>&1")
-
-
-rule reference:
-    """The reference optimum x* of one data file (closed form or a converged solver)."""
-    input:
-        spec=PLAN.spec("datasets/{dataset}/{instance}"),
-        data=rules.data.output,
-    output:
-        PLAN.path("results/reference/{dataset}/{instance}.npz"),
-    log:
-        PLAN.log("reference/{dataset}/{instance}"),
-    benchmark:
-        PLAN.benchmark("reference/{dataset}/{instance}"),
-    threads: 1
-    resources:
-        mem_mb=PLAN.reference_mem_mb,
+        mem_mb=PLAN.data_mem_mb,
         runtime=PLAN.reference_runtime,
     conda:
         ENV
     shell:
-        pinned("rfl reference {input.spec} {input.data} {output} > {log} 2>&1")
+        pinned("rfl data {input.spec} {output.data} {input.raw} --reference {output.reference} > {log} 2>&1")
 
 
 rule anchors_raw:

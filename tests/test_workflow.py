@@ -167,20 +167,25 @@ def test_light_jobs_ask_one_gigabyte_and_ten_minutes():
     assert LIGHT == {"mem_mb": 1000, "runtime": 10}
 
 
-def test_reference_resources_scale_with_the_data(plan):
-    assert plan.reference_mem_mb(_wc(dataset="cpesph"), _wc(size_mb=1.0)) == 1000
-    assert plan.reference_mem_mb(_wc(dataset="cpesph"), _wc(size_mb=300.2)) == 1201
-    # school_r2: one start x 30 iterations x 5 passes over 80 MB at 200 MB/s = 60 s -> 1 minute
-    assert plan.reference_runtime(_wc(dataset="school_r2"), _wc(size_mb=80.0)) == 11
-    # multitask: 500 iterations x 5 passes over 4.8 MB = 12000 MB -> 1 minute; 4.9 MB -> 2
-    assert plan.reference_runtime(_wc(dataset="multitask"), _wc(size_mb=4.8)) == 11
-    assert plan.reference_runtime(_wc(dataset="multitask"), _wc(size_mb=4.9)) == 12
-    # cpesph (the config's default budget, 5000 iterations): 25000 passes over 2.4 MB = 5 minutes
-    assert plan.reference_runtime(_wc(dataset="cpesph"), _wc(size_mb=2.4)) == 15
-    # no reference settings at all: 1 start x 1000 iterations, 5000 passes over 2.4 MB = 1 minute
+def test_data_and_reference_resources_scale_with_the_data():
+    """The data job (data + x*) asks for resources before its file exists: from the problem's
+    memory estimate (cpesph: S N (d+1) float64)."""
     cfg = copy.deepcopy(SMOKE)
+    cfg["datasets"]["cpesph"]["params"].update(S=1000, N=1000, d=99)   # 8e8 B = 762.94 MB
+    big = Plan(cfg, PAPER)
+    assert big.data_size_mb("cpesph") == pytest.approx(8e8 / 2**20)
+    assert big.data_mem_mb(_wc(dataset="cpesph")) == 3052               # ceil(4 x 762.94)
+    cfg["datasets"]["cpesph"]["params"].update(S=10, N=100, d=99)      # 0.76 MB: the 1 GB floor
+    assert Plan(cfg, PAPER).data_mem_mb(_wc(dataset="cpesph")) == 1000
+    # minutes: 10 + starts x iterations x 5 passes over the data at 200 MB/s
+    cfg["datasets"]["cpesph"]["reference"] = {"starts": 2, "max_iterations": 300, "tolerance": 1e-8}
+    cfg["datasets"]["cpesph"]["params"].update(S=100, N=200, d=99)     # 16e6 B = 15.26 MB
+    size = 16e6 / 2**20
+    expected = 10 + math.ceil(2 * 300 * 5 * size / 200 / 60)
+    assert expected == 14 and Plan(cfg, PAPER).reference_runtime(_wc(dataset="cpesph")) == expected
+    # no reference settings at all: 1 start x 1000 iterations
     del cfg["datasets"]["cpesph"]["reference"]
-    assert Plan(cfg, PAPER).reference_runtime(_wc(dataset="cpesph"), _wc(size_mb=2.4)) == 11
+    assert Plan(cfg, PAPER).reference_runtime(_wc(dataset="cpesph")) == 10 + math.ceil(5000 * size / 12000)
 
 
 def test_run_resources_count_the_sample_gradients_of_the_job(plan, tmp_path):

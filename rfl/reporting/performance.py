@@ -15,7 +15,7 @@ Snakemake samples a job's CPU time (every 0.5 s, then every 30 s) and so misses 
 interval per job, a large part of a short job; the CPU seconds here are the process's own.
 
 Columns of the table (one row per rule kind, one per experiment, and the total):
-  scope, name        "kind" (runs, data, reference, figures, ...), "experiment", or "total"
+  scope, name        "kind" (runs, data, figures, ...), "experiment", or "total"
   jobs               jobs with a record
   cpu_s              user + system CPU seconds of those jobs
   startup_s          CPU seconds before the step's work began (per job, summed)
