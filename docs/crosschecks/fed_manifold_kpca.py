@@ -19,6 +19,7 @@ prints max |X_t(rfl) - X_t(peer)| per round and the largest. Only mu = 0 is comp
 peer's proximal term (and its Karcher mean) carry a sign error.
 
     python docs/crosschecks/fed_manifold_kpca.py [--rounds 30] [--tau 3] [--eta 1e-3]
+    python docs/crosschecks/fed_manifold_kpca.py --time 50,200,200,5 [--rounds 10]
 """
 
 from __future__ import annotations
@@ -45,12 +46,32 @@ import numpy as np
 import Stiefel_fedmanifold as F
 args = json.loads(sys.argv[1])
 np.random.seed(args["seed"]); random.seed(args["seed"])
-n, d, p, r = 10, 20, 15, 5
+n, d, p, r = args["n"], args["d"], args["p"], args["r"]
 G = np.random.normal(size=(n, d, p))
 A = np.einsum("ikp,ilp->ikl", G, G)
 pca = F.problem_PCA(n, n, d, p, r=r, A=A)
 x0 = pca.manifold.rand()
 out = {"G": G.tolist(), "x0": x0.tolist()}
+if args.get("time"):
+    # seconds per round of the peer's own loop (its time_list), less its per-round metrics
+    # (f, principal angles, gradient norm), which rfl's rounds do not compute
+    import time
+    from scipy.linalg import subspace_angles
+    for method in ("fedprox", "fedlin"):
+        best = float("inf")
+        for _ in range(args["repeats"]):
+            res = getattr(pca, method)(outer_iter=args["rounds"], inner_iter=args["tau"], mu=0.0,
+                                       eta=args["eta"], x0=x0.copy())
+            tic = time.perf_counter()
+            for _ in range(args["rounds"]):
+                pca.f(x0); sum(subspace_angles(x0, pca.x_star))
+                np.linalg.norm(pca.manifold.proj(x0, pca.grad_f(x0)), "fro")
+            metrics = (time.perf_counter() - tic) / args["rounds"]
+            best = min(best, res[3][-1] / args["rounds"] - metrics)
+        out["seconds_" + method] = best
+    out.pop("G"); out.pop("x0")
+    print(json.dumps(out))
+    sys.exit(0)
 for method in ("fedprox", "fedlin"):
     xs = []
     original = pca.tangent_space_mean
@@ -66,7 +87,8 @@ print(json.dumps(out))
 """
 
 
-def run_peer(peer: Path, pymanopt02: Path, rounds: int, tau: int, eta: float, seed: int) -> dict:
+def run_peer(peer: Path, pymanopt02: Path, rounds: int, tau: int, eta: float, seed: int,
+             size=(10, 20, 15, 5), time=False, repeats=1) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         for f in PEER_FILES:
             text = subprocess.run(["git", f"--git-dir={peer}", "show", f"HEAD:{f}"], check=True,
@@ -75,7 +97,9 @@ def run_peer(peer: Path, pymanopt02: Path, rounds: int, tau: int, eta: float, se
             (Path(tmp) / f).write_text(text)
         env = {**os.environ, "PYTHONPATH": f"{pymanopt02}{os.pathsep}{tmp}", "MPLBACKEND": "Agg"}
         res = subprocess.run([sys.executable, "-c", PEER_DRIVER,
-                              json.dumps({"rounds": rounds, "tau": tau, "eta": eta, "seed": seed})],
+                              json.dumps({"rounds": rounds, "tau": tau, "eta": eta, "seed": seed,
+                                          "n": size[0], "d": size[1], "p": size[2], "r": size[3],
+                                          "time": time, "repeats": repeats})],
                              cwd=tmp, env=env, check=True, capture_output=True, text=True)
     return json.loads(res.stdout.strip().splitlines()[-1])
 
@@ -94,6 +118,31 @@ def run_rfl(G: np.ndarray, x0: np.ndarray, rounds: int, tau: int, eta: float) ->
     return out
 
 
+def time_rfl(size, rounds: int, tau: int, eta: float, seed: int, repeats: int) -> dict:
+    """Seconds per round of rfl's RFedAvg and RFedSVRG on the peer's problem of ``size``
+    (n, d, p, r), every agent, full local batches (best of ``repeats``)."""
+    import time
+
+    from rfl.algorithms import Fixed, RFedAvg, RFedSVRG
+    from rfl.problems.kpca import KPCA
+
+    n, d, p, r = size
+    G = np.random.default_rng(seed).standard_normal((n, d, p))
+    x0 = np.linalg.qr(np.random.default_rng(seed + 1).standard_normal((d, r)))[0]
+    problem = KPCA(np.sqrt(p) * G.swapaxes(1, 2), r, retraction="qr", transport="projection")
+    out = {}
+    for name, cls in (("fedprox", RFedAvg), ("fedlin", RFedSVRG)):
+        best = float("inf")
+        for _ in range(repeats):
+            alg = cls(problem, Fixed(eta), tau, p, None)
+            tic = time.perf_counter()
+            for _ in alg.iterate(x0, rounds, np.random.default_rng(0)):
+                pass
+            best = min(best, (time.perf_counter() - tic) / rounds)
+        out["seconds_" + name] = best
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--peer", default=os.environ.get("FED_MANIFOLD_GIT", DEFAULT_PEER))
@@ -102,10 +151,26 @@ def main(argv=None) -> int:
     ap.add_argument("--tau", type=int, default=3)
     ap.add_argument("--eta", type=float, default=1e-3)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--time", metavar="n,d,p,r", default=None,
+                    help="instead of comparing iterates, time both codes per round on the peer's "
+                         "problem of this size (e.g. 50,200,200,5), one BLAS thread each")
+    ap.add_argument("--repeats", type=int, default=3, help="with --time: best of this many runs")
     args = ap.parse_args(argv)
     peer, side = Path(args.peer), Path(args.pymanopt02)
     if not (peer / "HEAD").exists() or not (side / "pymanopt" / "tools" / "multi.py").exists():
         print(f"skipped: needs the Fed_manifold git directory ({peer}) and pymanopt 0.2.x in {side}")
+        return 0
+    if args.time:
+        size = tuple(int(v) for v in args.time.split(","))
+        for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ[var] = "1"
+        theirs = run_peer(peer, side, args.rounds, args.tau, args.eta, args.seed, size, True, args.repeats)
+        ours = time_rfl(size, args.rounds, args.tau, args.eta, args.seed, args.repeats)
+        print(f"size n, d, p, r = {size}; {args.rounds} rounds, tau = {args.tau}, every agent, "
+              f"full local batches; seconds per round (best of {args.repeats})")
+        for name, label in (("fedprox", "RFedAvg vs fedprox(mu=0)"), ("fedlin", "RFedSVRG vs fedlin(mu=0)")):
+            a, b = ours["seconds_" + name], theirs["seconds_" + name]
+            print(f"{label}: rfl {a:.4g} s, peer {b:.4g} s, peer / rfl = {b / a:.1f}")
         return 0
     ref = run_peer(peer, side, args.rounds, args.tau, args.eta, args.seed)
     ours = run_rfl(np.array(ref["G"]), np.array(ref["x0"]), args.rounds, args.tau, args.eta)
