@@ -112,7 +112,9 @@ class ChecksumMismatchError(ValueError):
 # ---------------------------------------------------------------------------
 
 
-def _sha256(path: Path) -> str:
+def sha256_of(path: Path) -> str:
+    """The sha256 hex digest of the file at ``path`` (read in 1 MiB pieces); every pinned
+    source (School here, the anchors' files in ``rfl.data.sources``) is checked with it."""
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
@@ -149,7 +151,7 @@ def _copy_from_mirror(src: Path, dest: Path) -> Path:
             shutil.copyfileobj(inp, out)
             out.flush()
             os.fsync(out.fileno())
-        actual = _sha256(tmp)
+        actual = sha256_of(tmp)
         if actual != ILEA_SHA256:
             raise ChecksumMismatchError(
                 f"Mirror copy {src} has sha256 {actual}, expected {ILEA_SHA256}; "
@@ -208,7 +210,7 @@ def fetch_ilea(dest_dir: str | os.PathLike, mirror: str | os.PathLike | None = N
 
     notes: list[str] = []
     if dest.is_file():
-        actual = _sha256(dest)
+        actual = sha256_of(dest)
         if actual == ILEA_SHA256:
             return dest
         dest.unlink()
@@ -243,7 +245,7 @@ def fetch_ilea(dest_dir: str | os.PathLike, mirror: str | os.PathLike | None = N
             source=ILEA_URL,
         ) from exc
     except (requests.exceptions.RequestException, OSError) as exc:
-        if dest.exists() and _sha256(dest) != ILEA_SHA256:
+        if dest.exists() and sha256_of(dest) != ILEA_SHA256:
             dest.unlink()
         detail = " ".join(notes)
         raise DataUnavailableError(
@@ -275,7 +277,7 @@ def verified_ilea(path: str | os.PathLike) -> Path:
     """
     path = Path(path)
     try:
-        actual = _sha256(path)
+        actual = sha256_of(path)
     except OSError as exc:
         raise DataUnavailableError(f"cannot read {path}: {exc.strerror or exc}; "
                                    + _how_to(path)) from None

@@ -14,7 +14,6 @@ The School data keep their own module (``rfl.data.school``), with the same error
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import tempfile
@@ -22,7 +21,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from rfl.data.school import ChecksumMismatchError, DataUnavailableError
+from rfl.data.school import ChecksumMismatchError, DataUnavailableError, sha256_of
 
 __all__ = ["Source", "SOURCES", "MIRROR_ENV", "fetch", "verified", "find_in_mirror", "find_all_in_mirror",
            "ChecksumMismatchError", "DataUnavailableError"]
@@ -72,14 +71,6 @@ SOURCES: dict[str, Source] = dict([
             "5fecca83fae954210db25063553c51f465e25ee39655fcee4353319da6b1c5f1", 19696,
             "hsp_le/names.xlsx", "WordNet mammals: node names"),
 ])
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def source(name: str) -> Source:
@@ -139,7 +130,7 @@ def verified(name: str, path: str | os.PathLike) -> Path:
     src = source(name)
     path = Path(path)
     try:
-        actual = _sha256(path)
+        actual = sha256_of(path)
     except OSError as exc:
         raise DataUnavailableError(f"cannot read {path} ({name}): {exc.strerror or exc}; "
                                    + _how_to(src, path)) from None
@@ -164,7 +155,7 @@ def _copy_verified(src: Source, origin: Path, dest: Path) -> Path:
     try:
         with os.fdopen(fd, "wb") as out, open(origin, "rb") as inp:
             shutil.copyfileobj(inp, out)
-        actual = _sha256(tmp)
+        actual = sha256_of(tmp)
         if actual != src.sha256:
             raise ChecksumMismatchError(
                 f"mirror copy {origin} ({src.name}) has sha256 {actual}, expected {src.sha256}; "
@@ -191,7 +182,7 @@ def fetch(name: str, dest: str | os.PathLike, mirror: str | os.PathLike | None =
     dest.parent.mkdir(parents=True, exist_ok=True)
     notes = []
     if dest.is_file():
-        actual = _sha256(dest)
+        actual = sha256_of(dest)
         if actual == src.sha256:
             return dest
         dest.unlink()
