@@ -3,7 +3,10 @@
 A local step must read at least the mini-batch's data. The limit is (bytes that must be read)
 / (read bandwidth), the bandwidth measured in the same call by a numpy streaming reduction
 (``sum`` over 512 MiB, ``_common.Bandwidth``), interleaved with the rounds (``_common``).
-``track_memory_ratio_*`` = (time of one RFedAGS round / K) / limit; target <= 1.5.
+``track_memory_ratio_*`` = (time of one RFedAGS round / K) / limit. ``track_roofline_ratio_*``
+divides by the roofline instead, max(memory limit, compute floor), the floor being the step's
+flops at the rate BLAS reaches on the step's own product shape with its data in cache (both
+terms on stderr); target <= 1.5.
 
 Bytes that must be read per agent and local step:
 - MBCFSti (S=1000, N=50, d=25, p=2, B=25, K=10; polar retraction, projection transport):
@@ -84,12 +87,42 @@ class _Limit:
         return out
 
 
+    def _roofline(self, name, label):
+        """step / roofline, the roofline of a local step being max(memory limit ``label``,
+        compute floor): the floor is the step's flops (``self.flops``) at the rate the
+        machine's BLAS reaches on the step's own product shape with the data in cache
+        (``self._product``: 8 agents' worth, 10 calls per sample). Both terms go to stderr."""
+        ratios = self._ratios(name, self.need)
+        product, flops_per_call = self._product()
+        rate = flops_per_call / interleaved_best({"product": product}, REPEAT, number=10)["product"]
+        floor = self.flops / rate
+        limit = self.limits[label]
+        step = ratios[label][0] * limit
+        roof = max(limit, floor)
+        report(f"roofline {name}: memory term {1e3 * limit:.2f} ms ({self.need[label] / 1e6:.1f} MB), "
+               f"compute term {1e3 * floor:.2f} ms ({self.flops / 1e9:.3f} GFlop at "
+               f"{rate / 1e9:.1f} GFlop/s); local step {1e3 * step:.2f} ms = {step / roof:.2f} x "
+               f"the roofline")
+        return step / roof
+
+
 class MBCFStiLarge(_Limit):
     def setup(self):
         self._build("mbcfsti", mbcfsti_arrays(S), {"p": 2},
                     {"retraction": "polar", "transport": "projection"}, B=25, alpha=3e-3)
-        d = self.problem.d
+        d, p = self.problem.d, self.problem.p
         self.need = {"B d^2": S * self.B * d * d * 8}
+        # per agent: the sum of B d x d samples, then (d x d) @ (d x p)
+        self.flops = S * (self.B * d * d + 2 * d * d * p)
+
+    def _product(self):
+        d, p = self.problem.d, self.problem.p
+        rng = np.random.default_rng(3)
+        a, x, out = rng.standard_normal((8, d, d)), rng.standard_normal((8, d, p)), np.empty((8, d, p))
+        return (lambda: np.matmul(a, x, out=out)), 8 * 2 * d * d * p
+
+    def track_roofline_ratio_mbcfsti(self):
+        return self._roofline("mbcfsti", "B d^2")
 
     def track_memory_ratio_mbcfsti(self):
         return self._ratios("mbcfsti", self.need)["B d^2"][0]
@@ -98,6 +131,7 @@ class MBCFStiLarge(_Limit):
         return self._ratios("mbcfsti", self.need)["B d^2"][1]
 
     track_memory_ratio_mbcfsti.unit = track_kernel_ratio_mbcfsti.unit = "time / limit"
+    track_roofline_ratio_mbcfsti.unit = "time / roofline"
 
 
 class CPESphLarge(_Limit):
@@ -106,6 +140,17 @@ class CPESphLarge(_Limit):
                     {"retraction": "normalize", "transport": "parallel"}, B=64, alpha=1.0)
         n = self.problem.Z.shape[2]
         self.need = {"B (d+1)": S * self.B * n * 8}
+        # per agent: Z_b x, then Z_b^T (Z_b x)
+        self.flops = S * 4 * self.B * n
+
+    def _product(self):
+        n = self.problem.Z.shape[2]
+        rng = np.random.default_rng(3)
+        z, x, out = rng.standard_normal((8, self.B, n)), rng.standard_normal((8, n, 1)), np.empty((8, self.B, 1))
+        return (lambda: np.matmul(z, x, out=out)), 8 * 2 * self.B * n
+
+    def track_roofline_ratio_cpesph(self):
+        return self._roofline("cpesph", "B (d+1)")
 
     def track_memory_ratio_cpesph(self):
         return self._ratios("cpesph", self.need)["B (d+1)"][0]
@@ -114,6 +159,7 @@ class CPESphLarge(_Limit):
         return self._ratios("cpesph", self.need)["B (d+1)"][1]
 
     track_memory_ratio_cpesph.unit = track_kernel_ratio_cpesph.unit = "time / limit"
+    track_roofline_ratio_cpesph.unit = "time / roofline"
 
 
 class MultitaskLarge(_Limit):
@@ -128,6 +174,14 @@ class MultitaskLarge(_Limit):
         mean_rows = float(self.problem.d.mean())
         self.need = {"valid rows": S * self.B * mean_rows * (m + 1) * 8,
                      "padded rows": S * self.B * D * (m + 1) * 8}
+        self.flops = self._skinny_gemm()[2]
+
+    def _product(self):
+        gemm, flops_per_call, _ = self._skinny_gemm()
+        return gemm, flops_per_call
+
+    def track_roofline_ratio_multitask(self):
+        return self._roofline("multitask", "valid rows")
 
     def track_memory_ratio_multitask(self):
         """Against the valid rows; the padded-layout and kernel-only ratios go to stderr (one
@@ -160,3 +214,4 @@ class MultitaskLarge(_Limit):
                 S * self.B * mean_rows * (2 * m * r + 2 * m))
 
     track_memory_ratio_multitask.unit = "time / limit"
+    track_roofline_ratio_multitask.unit = "time / roofline"
