@@ -43,3 +43,28 @@ def test_examples_are_fenced_and_the_module_still_parses(tmp_path):
     start, end = lines.index("    # pragma: no mutate start"), lines.index("    # pragma: no mutate end")
     assert lines[start + 1] == "    @classmethod" and lines[end - 1].strip() == "cls(4)]"
     assert "def inner" in "\n".join(lines[end:])
+
+
+def test_a_sampled_score_says_so_in_the_table():
+    record = {"killed": 90, "missed": 10, "score": 0.9, "commit": "abc1234", "date": "2026-11-23",
+              "sample": {"mutants": 8000, "drawn": 100, "seed": 3, "standard_error": 0.03}}
+    row = mutation.table({"reporting": record}).splitlines()[-1]
+    assert "100 of 8000 (random sample, seed 3)" in row and "90.0 % ± 3.0" in row and "| yes |" in row
+    full = dict(record, killed=89, score=0.89)
+    full.pop("sample")
+    row = mutation.table({"reporting": full}).splitlines()[-1]
+    assert "sample" not in row and "±" not in row and "| no |" in row and "| 99 |" in row
+
+
+def test_mutant_names_are_read_from_every_meta_file(tmp_path):
+    (tmp_path / "mutants" / "rfl" / "a").mkdir(parents=True)
+    (tmp_path / "mutants" / "rfl" / "a" / "x.py.meta").write_text(
+        '{"exit_code_by_key": {"rfl.a.x.f__mutmut_2": null, "rfl.a.x.f__mutmut_1": 1}}')
+    (tmp_path / "mutants" / "rfl" / "y.py.meta").write_text('{"exit_code_by_key": {"rfl.y.g__mutmut_1": null}}')
+    assert mutation.mutant_names(tmp_path) == ["rfl.a.x.f__mutmut_1", "rfl.a.x.f__mutmut_2", "rfl.y.g__mutmut_1"]
+
+
+def test_a_sample_must_hold_at_least_one_mutant(capsys):
+    with pytest.raises(SystemExit) as exc:
+        mutation.main(["reporting", "--sample", "0"])
+    assert exc.value.code == 2 and "--sample must be a positive number" in capsys.readouterr().err
