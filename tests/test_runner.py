@@ -333,3 +333,23 @@ def test_run_setting_loads_each_data_file_once_and_keeps_every_result(tmp_path, 
                                       check_exact=True)
     # the two data files differ, so a problem kept from the wrong file would show
     assert not pd.read_csv(tmp_path / "g0.csv")["cost"].equals(pd.read_csv(tmp_path / "g3.csv")["cost"])
+
+
+def test_rfl_data_with_reference_writes_what_the_two_steps_write(tmp_path, smoke_runs):
+    """The workflow's data job: ``rfl data SPEC OUT --reference REF`` makes the data file and
+    its x*, F(x*) in one process, the same as ``rfl data`` then ``rfl reference``."""
+    from rfl import cli
+
+    _, runs = smoke_runs
+    spec = next(r["dataset"] for r in runs if r["dataset"]["problem"] == "mbcfsti")
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    both = [str(tmp_path / f) for f in ("d.npz", "r.npz")]
+    assert cli.main(["data", str(tmp_path / "spec.json"), both[0], "--reference", both[1]]) in (0, None)
+    assert cli.main(["data", str(tmp_path / "spec.json"), str(tmp_path / "d2.npz")]) in (0, None)
+    assert not (tmp_path / "r2.npz").exists()
+    assert cli.main(["reference", str(tmp_path / "spec.json"), str(tmp_path / "d2.npz"),
+                     str(tmp_path / "r2.npz")]) in (0, None)
+    one, two = io.read_arrays(both[1]), io.read_arrays(tmp_path / "r2.npz")
+    np.testing.assert_array_equal(one["x_star"], two["x_star"])
+    assert float(one["F_star"]) == float(two["F_star"]) and str(one["method"]) == str(two["method"])
+    np.testing.assert_array_equal(io.read_arrays(both[0])["A"], io.read_arrays(tmp_path / "d2.npz")["A"])
