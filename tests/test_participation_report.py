@@ -2,6 +2,7 @@
 hand-made run files whose levels are known."""
 
 import numpy as np
+import pytest
 
 from rfl.participation import tag
 from rfl.reporting.participation import participation_section, scheme_experiments
@@ -73,3 +74,48 @@ def test_scheme_experiments_are_those_with_a_scheme_mapping():
                            "b": {"methods": [{"algorithm": "rfedags",
                                               "participation": {"scheme": "bernoulli"}}]}}}
     assert scheme_experiments(cfg) == ["b"]
+
+
+def test_scheme_and_expected_share_of_each_participation():
+    from rfl.reporting.participation import _scheme_of
+
+    assert _scheme_of({"participation": None}, 12) == (None, 1.0)
+    assert _scheme_of({}, 12) == (None, 1.0)
+    assert _scheme_of({"participation": 3}, 12) == ("uniform", 0.25)          # s / S
+    probs = [0.2, 0.4, 0.9]
+    assert _scheme_of({"participation": {"scheme": "bernoulli", "rho": 0.5, "probabilities": probs}}, 3) \
+        == ("bernoulli", np.mean(probs))                                       # the given p_i, not rho
+    assert _scheme_of({"participation": {"scheme": "bernoulli_estimated", "rho": 0.3,
+                                         "probabilities": None}}, 3) == ("bernoulli_estimated", 0.3)
+
+
+def test_levels_one_row_per_algorithm_K_and_scheme(tmp_path):
+    """Two seeds of RFedAGS K = 1 and K = 5 (every agent), RFedAvg K = 5, and RFedAGS K = 5 with
+    s = 2 of n_agents = 8 (no S in the dataset's params): each its own row with its level."""
+    from rfl.reporting.participation import levels
+
+    paths = []
+    cases = [("rfedags", 1, None, 1e-3), ("rfedags", 5, None, 1e-4), ("rfedavg", 5, None, 2e-4),
+             ("rfedags", 5, 2, 5e-4)]
+    for name, K, part, level in cases:
+        for seed, shift in enumerate((1.0, 3.0)):
+            values = np.full(30, level * shift)
+            values[0] = 1.0
+            rid = f"{name}_K{K}{tag(part)}_seed{seed}"
+            csv = tmp_path / "runs" / "e" / f"{rid}.csv"
+            write_run(csv, {"round": np.arange(30), "excess_risk": values},
+                      {"experiment": "e", "run_id": rid, "seed": seed,
+                       "algorithm": {"name": name, "K": K, "batch_size": 1, "participation": part},
+                       "dataset": {"name": "d", "problem": "lsa", "params": {"n_agents": 8}}})
+            paths.append(str(csv))
+    t = levels({"runs": {"e": paths}}, "e")
+    assert list(t.columns) == ["method", "algorithm", "K", "scheme", "share", "plateau", "seeds"]
+    assert len(t) == 4 and set(t["seeds"]) == {2}
+    for name, K, part, level in cases:
+        row = t[(t["algorithm"] == name) & (t["K"] == K) & ((t["scheme"].isna()) if part is None
+                                                             else (t["scheme"] == "uniform"))]
+        assert len(row) == 1
+        # median over the two seeds (level and 3 x level) of the last rounds
+        assert row["plateau"].iloc[0] == pytest.approx(np.median([level, 3 * level]))
+        assert row["share"].iloc[0] == (1.0 if part is None else part / 8)
+    assert levels({"runs": {"e": paths}}, "other").empty
