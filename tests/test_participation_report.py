@@ -82,7 +82,7 @@ def test_scheme_and_expected_share_of_each_participation():
     assert _scheme_of({"participation": None}, 12) == (None, 1.0)
     assert _scheme_of({}, 12) == (None, 1.0)
     assert _scheme_of({"participation": 3}, 12) == ("uniform", 0.25)          # s / S
-    probs = [0.2, 0.4, 0.9]
+    probs = [0.2, 0.4, 0.6]
     assert _scheme_of({"participation": {"scheme": "bernoulli", "rho": 0.5, "probabilities": probs}}, 3) \
         == ("bernoulli", np.mean(probs))                                       # the given p_i, not rho
     assert _scheme_of({"participation": {"scheme": "bernoulli_estimated", "rho": 0.3,
