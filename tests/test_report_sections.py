@@ -1,0 +1,198 @@
+"""What a reader of REPRODUCTION.md sees in the sections of the newer version (HSP, MNIST PCA)
+and of Figure 2: the headings, the tables' columns and numbers, the notes and the verdicts, on
+run files whose curves are exact geometric decays, so that the contraction factor, the rounds
+of the fit and the levels are known in closed form and computed here with numpy. Every
+section must also be well-formed Markdown (``check_markdown``): a table or a heading glued to
+the text before or after it does not render."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rfl.reporting import reproduction as R
+from rfl.reporting.newer_version import newer_version_section
+from rfl.reporting.reproduction import INSUFFICIENT, NOT, PARTLY, REPRODUCED, Report
+from rfl.testing.run_files import write_run
+
+
+def check_markdown(lines: list[str]) -> None:
+    """Headings and tables stand apart from the text around them (a blank line before and
+    after); every row of a table has the header's number of cells, the second row is the
+    separator; a verdict line is followed by a blank line."""
+    for i, line in enumerate(lines):
+        if line.startswith("#"):
+            assert i == 0 or lines[i - 1] == "", f"no blank line before heading {line!r}"
+            assert i + 1 < len(lines) and lines[i + 1] == "", f"no blank line after heading {line!r}"
+        if line.startswith("**Verdict:"):
+            assert i + 1 < len(lines) and lines[i + 1] == "", f"no blank line after {line!r}"
+        if line.startswith("|") and (i == 0 or not lines[i - 1].startswith("|")):
+            assert i == 0 or lines[i - 1] == "", f"no blank line before table {line!r}"
+            j = i
+            while j < len(lines) and lines[j].startswith("|"):
+                j += 1
+            block = lines[i:j]
+            assert len(block) >= 3 and set(block[1].strip("|").split("|")) == {"---"}
+            assert {ln.count(" | ") for ln in block[2:]} == {block[0].count(" | ")}
+            assert j == len(lines) or lines[j] == "", f"no blank line after table {line!r}"
+
+
+def headers(lines: list[str]) -> list[str]:
+    """The header row of every table."""
+    return [ln for i, ln in enumerate(lines) if ln.startswith("|") and (i == 0 or not lines[i - 1].startswith("|"))]
+
+
+def rows_of(lines: list[str], header: str) -> list[list[str]]:
+    i = lines.index(header) + 2
+    out = []
+    while i < len(lines) and lines[i].startswith("|"):
+        out.append([c.strip() for c in lines[i].strip("|").split("|")])
+        i += 1
+    return out
+
+
+T = 205                                   # 0.9 T = 184.5: no tie at the 90% mark
+t = np.arange(T + 1)
+
+
+def fit_of_geometric(q, start=1.0):
+    """A pure geometric curve start q^t over rounds 0..T: its log is exactly linear, so the fit
+    has contraction q and R^2 = 1 over the rounds to 90% of the log-decrease (the first round
+    t with t >= 0.9 T), and the level is the median of its last 10% of rounds."""
+    c = start * q ** t
+    rounds = int(np.ceil(0.9 * T))
+    return {"rate": q, "rounds": rounds, "plateau": float(np.median(c[-((T + 1) // 10):]))}
+
+
+def _run(root, exp, name, er, K=5, dist=None, seed=0):
+    path = root / exp / f"{name}_K{K}_seed{seed}.csv"
+    cols = {"round": np.arange(len(er)), "excess_risk": er}
+    if dist is not None:
+        cols["dist_true"] = dist
+    write_run(path, cols, {"experiment": exp, "run_id": path.stem, "seed": seed,
+                           "algorithm": {"name": name, "K": K, "batch_size": 2}})
+    return str(path)
+
+
+def _config(problem_of: dict):
+    """{experiment: (problem, step rule)} -> the config the sections read."""
+    return {"datasets": {f"d_{p}": {"problem": p} for p, _ in problem_of.values()},
+            "experiments": {e: {"dataset": f"d_{p}", "step": {"rule": rule}} for e, (p, rule) in problem_of.items()}}
+
+
+# ---- HSP on WordNet ---------------------------------------------------------------------------
+@pytest.mark.parametrize("ratio, want", [(0.9e-3, REPRODUCED), (1e-3, REPRODUCED), (1.1e-3, PARTLY)])
+def test_hsp_converged_means_a_fall_by_1e3_from_round_0(tmp_path, ratio, want):
+    """RFedAGS falls by 1e-6 (converged); RFedAvg ends exactly ``ratio`` times its round-0 value."""
+    ags = 0.2 * 0.9 ** t
+    avg = np.full(T + 1, 0.2)
+    avg[-1] = 0.2 * ratio
+    runs = {"hf": [_run(tmp_path, "hf", "rfedags", ags, dist=np.full(T + 1, 0.3)),
+                   _run(tmp_path, "hf", "rfedavg", avg, K=1, dist=np.full(T + 1, 0.5))]}
+    rep = Report()
+    newer_version_section(rep, {"config": _config({"hf": ("hsp", "fixed")}), "runs": runs})
+    v = {c: x for _, c, x in rep.summary}
+    assert v["RFedAGS, RFedAvg and RFedSVRG converge to the minimiser (fixed step)"] == want
+
+
+def test_hsp_section_tables_and_notes(tmp_path):
+    """Two seeds of RFedAGS K = 5 (0.9^t and 3 x 0.9^t: median 2 x 0.9^t), RFedAGS K = 1 (0.8^t)
+    and RFedAvg: the table's median numbers, the fit of each K of RFedAGS, the verdicts."""
+    runs = {"hf": [_run(tmp_path, "hf", "rfedags", s * 0.9 ** t, dist=np.full(T + 1, d), seed=seed)
+                   for seed, (s, d) in enumerate(((1.0, 0.3), (3.0, 0.5)))],
+            "hx": []}                                       # an experiment without runs: no section
+    runs["hf"].append(_run(tmp_path, "hf", "rfedags", 0.8 ** t, K=1, dist=np.full(T + 1, 0.2)))
+    runs["hf"].append(_run(tmp_path, "hf", "rfedavg", 0.9 ** t, K=1, dist=np.full(T + 1, 0.25)))
+    rep = Report()
+    cfg = _config({"hf": ("hsp", "fixed"), "hx": ("hsp", "fixed")})
+    newer_version_section(rep, {"config": cfg, "runs": runs})
+    lines = rep.lines
+    check_markdown(lines)
+    assert lines[0] == "## Newer version: hyperbolic structured prediction on WordNet mammals (H^2)"
+    assert "### `hf`" in lines and "### `hx`" not in lines
+    head = "| method | excess risk, round 0 | excess risk, last | d(x, y_true), last | rounds |"
+    assert headers(lines) == [head]
+    rows = {r[0]: r[1:] for r in rows_of(lines, head)}
+    assert rows["RFedAGS-K=5"] == [f"{2.0:.4g}", f"{2 * 0.9 ** T:.4g}", f"{0.4:.4g}", str(T)]
+    assert rows["RFedAGS-K=1"] == ["1", f"{0.8 ** T:.4g}", "0.2", str(T)]
+    assert rows["RFedAvg-K=1"][2] == "0.25"
+    for K, q, s in ((1, 0.8, 1.0), (5, 0.9, 2.0)):
+        f = fit_of_geometric(q, s)
+        assert (f"- RFedAGS K = {K}: contraction {q:.4f} per round over {f['rounds']} rounds "
+                f"(R^2 = 1.000), then a plateau at {f['plateau']:.2e}.") in lines
+    v = {c: x for _, c, x in rep.summary}
+    assert v["RFedAGS, RFedAvg and RFedSVRG converge to the minimiser (fixed step)"] == REPRODUCED
+    assert v["RFedAGS with a fixed step converges linearly to a neighbourhood of the minimiser"] == REPRODUCED
+    assert all(w == "HSP, WordNet" for w, _, _ in rep.summary) and len(rep.summary) == 2
+
+
+def test_hsp_a_K_without_enough_rounds_says_so(tmp_path):
+    runs = {"hf": [_run(tmp_path, "hf", "rfedags", np.array([1.0, 0.5]), dist=np.array([0.3, 0.3])),
+                   _run(tmp_path, "hf", "rfedags", 0.5 ** t, K=1, dist=np.full(T + 1, 0.3))]}
+    rep = Report()
+    newer_version_section(rep, {"config": _config({"hf": ("hsp", "fixed")}), "runs": runs})
+    assert f"- K = 5: insufficient data (fewer than {R.MIN_FIT_ROUNDS + 1} recorded rounds)." in rep.lines
+    v = {c: x for _, c, x in rep.summary}
+    assert v["RFedAGS with a fixed step converges linearly to a neighbourhood of the minimiser"] == PARTLY
+
+
+# ---- PCA on the sphere with MNIST ---------------------------------------------------------------
+@pytest.mark.parametrize("dec_floor, want", [(1e-4, REPRODUCED), (1e-3, NOT), (1e-2, NOT)])
+def test_mnist_decaying_below_fixed_strictly(tmp_path, dec_floor, want):
+    """Fixed step: 100 x 0.8^t floored at 1e-3; decaying: the same floored at ``dec_floor``
+    (equal plateaus are not "more accurate")."""
+    fixed = np.maximum(100 * 0.8 ** t, 1e-3)
+    runs = {"mf": [_run(tmp_path, "mf", "rfedags", fixed)],
+            "md": [_run(tmp_path, "md", "rfedags", np.maximum(100 * 0.8 ** t, dec_floor))]}
+    rep = Report()
+    cfg = _config({"mf": ("pca_sphere", "fixed"), "md": ("pca_sphere", "decaying")})
+    newer_version_section(rep, {"config": cfg, "runs": runs})
+    v = {c: x for _, c, x in rep.summary}
+    assert v["a decaying step reaches a more accurate solution than a fixed one"] == want
+    assert f"Plateau with the decaying step {dec_floor:.2e}, with the fixed step {1e-3:.2e}." in rep.lines
+
+
+def test_mnist_section_table_fits_and_verdicts(tmp_path):
+    """Two fixed-step experiments (0.9^t and 0.5^t x 100, pure geometric) and RFedAvg runs, which
+    the section leaves out (listed first: skipped, not the end of the list); no decaying one:
+    no decaying verdict."""
+    runs = {"mf": [_run(tmp_path, "mf", "rfedavg", np.full(T + 1, 5.0)),
+                   _run(tmp_path, "mf", "rfedags", 100 * 0.9 ** t)],
+            "mg": [_run(tmp_path, "mg", "rfedags", 100 * 0.5 ** t)]}
+    rep = Report()
+    cfg = _config({"mf": ("pca_sphere", "fixed"), "mg": ("pca_sphere", "fixed")})
+    newer_version_section(rep, {"config": cfg, "runs": runs})
+    lines = rep.lines
+    check_markdown(lines)
+    assert lines[0] == "## Newer version: PCA on the sphere with MNIST (S^783)"
+    head = "| experiment | method | step | excess risk, round 0 | plateau (last 10%) | rounds |"
+    assert headers(lines) == [head]
+    rows = rows_of(lines, head)
+    assert [r[:3] for r in rows] == [["mf", "RFedAGS-K=5", "fixed"], ["mg", "RFedAGS-K=5", "fixed"]]
+    f9, f5 = fit_of_geometric(0.9, 100.0), fit_of_geometric(0.5, 100.0)
+    assert rows[0][3:] == ["100", f"{f9['plateau']:.4g}", str(T)]
+    assert rows[1][4] == f"{f5['plateau']:.4g}"
+    for e, q, f in (("mf", 0.9, f9), ("mg", 0.5, f5)):
+        assert (f"- `{e}`, RFedAGS-K=5: contraction {q:.4f} per round over {f['rounds']} rounds "
+                f"(R^2 = 1.000), plateau {f['plateau']:.2e}.") in lines
+    assert rep.summary == [("PCA, MNIST", "RFedAGS with a fixed step converges linearly to a "
+                            "neighbourhood of the minimiser", REPRODUCED)]
+
+
+def test_mnist_a_fixed_run_too_short_to_fit(tmp_path):
+    runs = {"mf": [_run(tmp_path, "mf", "rfedags", np.array([1.0, 0.5]))]}
+    rep = Report()
+    newer_version_section(rep, {"config": _config({"mf": ("pca_sphere", "fixed")}), "runs": runs})
+    assert "- K = 5: insufficient data (fewer than 3 recorded rounds)." in rep.lines
+    assert rep.summary[0][2] == NOT                       # no K fitted: none of the one case holds
+    rep = Report()
+    newer_version_section(rep, {"config": _config({"mf": ("pca_sphere", "fixed")}), "runs": {"mf": []}})
+    assert rep.lines == [] and rep.summary == []
+
+
+def test_mnist_without_fixed_runs_has_no_case(tmp_path):
+    runs = {"md": [_run(tmp_path, "md", "rfedags", np.maximum(100 * 0.8 ** t, 1e-4))]}
+    rep = Report()
+    newer_version_section(rep, {"config": _config({"md": ("pca_sphere", "decaying")}), "runs": runs})
+    assert rep.summary == [("PCA, MNIST", "RFedAGS with a fixed step converges linearly to a "
+                            "neighbourhood of the minimiser", INSUFFICIENT)]
