@@ -19,12 +19,14 @@ from rfl.testing.run_files import write_run
 def check_markdown(lines: list[str]) -> None:
     """Headings and tables stand apart from the text around them (a blank line before and
     after); every row of a table has the header's number of cells, the second row is the
-    separator; a verdict line is followed by a blank line."""
+    separator; a verdict line stands apart too (after a list it would continue the list's
+    last item)."""
     for i, line in enumerate(lines):
         if line.startswith("#"):
             assert i == 0 or lines[i - 1] == "", f"no blank line before heading {line!r}"
             assert i + 1 < len(lines) and lines[i + 1] == "", f"no blank line after heading {line!r}"
         if line.startswith("**Verdict:"):
+            assert lines[i - 1] == "", f"no blank line before {line!r}"
             assert i + 1 < len(lines) and lines[i + 1] == "", f"no blank line after {line!r}"
         if line.startswith("|") and (i == 0 or not lines[i - 1].startswith("|")):
             assert i == 0 or lines[i - 1] == "", f"no blank line before table {line!r}"
@@ -98,7 +100,7 @@ def test_hsp_converged_means_a_fall_by_1e3_from_round_0(tmp_path, ratio, want):
 def test_hsp_section_tables_and_notes(tmp_path):
     """Two seeds of RFedAGS K = 5 (0.9^t and 3 x 0.9^t: median 2 x 0.9^t), RFedAGS K = 1 (0.8^t)
     and RFedAvg: the table's median numbers, the fit of each K of RFedAGS, the verdicts."""
-    runs = {"hf": [_run(tmp_path, "hf", "rfedags", s * 0.9 ** t, dist=np.full(T + 1, d), seed=seed)
+    runs = {"hf": [_run(tmp_path, "hf", "rfedags", s * 0.9 ** t, dist=np.linspace(1.0, d, T + 1), seed=seed)
                    for seed, (s, d) in enumerate(((1.0, 0.3), (3.0, 0.5)))],
             "hx": []}                                       # an experiment without runs: no section
     runs["hf"].append(_run(tmp_path, "hf", "rfedags", 0.8 ** t, K=1, dist=np.full(T + 1, 0.2)))
