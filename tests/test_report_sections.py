@@ -27,15 +27,16 @@ def check_markdown(lines: list[str]) -> None:
             assert i + 1 < len(lines) and lines[i + 1] == "", f"no blank line after heading {line!r}"
         if line.startswith("**Verdict:"):
             assert lines[i - 1] == "", f"no blank line before {line!r}"
-            assert i + 1 < len(lines) and lines[i + 1] == "", f"no blank line after {line!r}"
+            assert i + 1 == len(lines) or lines[i + 1] == "", f"no blank line after {line!r}"
         if line.startswith("|") and (i == 0 or not lines[i - 1].startswith("|")):
             assert i == 0 or lines[i - 1] == "", f"no blank line before table {line!r}"
             j = i
             while j < len(lines) and lines[j].startswith("|"):
                 j += 1
             block = lines[i:j]
+            cells = [len(ln.strip("|").split("|")) for ln in block]
             assert len(block) >= 3 and set(block[1].strip("|").split("|")) == {"---"}
-            assert {ln.count(" | ") for ln in block[2:]} == {block[0].count(" | ")}
+            assert set(cells) == {cells[1]}, f"a row of table {line!r} has another number of cells"
             assert j == len(lines) or lines[j] == "", f"no blank line after table {line!r}"
 
 
@@ -198,3 +199,64 @@ def test_mnist_without_fixed_runs_has_no_case(tmp_path):
     newer_version_section(rep, {"config": _config({"md": ("pca_sphere", "decaying")}), "runs": runs})
     assert rep.summary == [("PCA, MNIST", "RFedAGS with a fixed step converges linearly to a "
                             "neighbourhood of the minimiser", INSUFFICIENT)]
+
+
+# ---- every section of a written report is well-formed -----------------------------------------
+from test_newer_synthetic_verdicts import _report as newer_synthetic_report  # noqa: E402
+from test_verdicts import _figure2, figure1, geometric, school, _gap_cells  # noqa: E402
+
+
+def test_figure1_section_layout_and_columns(tmp_path):
+    """Two K, decaying runs, RFedAvg beside RFedAGS: every table of the section, with the
+    columns a reader is told about."""
+    f = geometric(0.5, 40, floor=1e-6)
+    rep, _ = figure1(tmp_path, {1: [f], 4: [geometric(0.3, 40, floor=1e-6)]}, {1: [f / 2], 4: [f / 2]},
+                     avg={1: [1.2 * f]})
+    lines = rep.lines
+    check_markdown(lines)
+    assert lines[0] == "## Figure 1, P"
+    for h in ("### Claim: with a fixed step, RFedAGS converges linearly to a neighbourhood of x* (Theorem 4.3)",
+              "### Claim: decaying step sizes find a more accurate solution than the fixed step",
+              "### Claim: a larger K speeds up convergence (in rounds), up to a point",
+              "### Claim: RFedAGS and RFedAvg behave alike (identical for K = 1 with Exp and parallel transport)"):
+        assert h in lines
+    hs = headers(lines)
+    assert hs[0] == ("| K | F(x_1)-F* | contraction/round | R^2 (log-linear) | rounds fitted | decrease "
+                     "| level reached |")
+    assert hs[1] == ("| K | fixed, last round | decaying, last round | decaying, at the fixed run's last "
+                     "round | ratio (dec/fixed) |")
+    assert hs[2].startswith("| K | rounds to reach ") and hs[2].endswith(" | level reached |")
+    assert hs[3] == "| K | RFedAGS last | RFedAvg last | max abs(log ratio) over rounds |"
+    assert [w for w, _, _ in rep.summary] == ["Fig. 1 P"] * 4
+
+
+def test_figure2_section_layout_and_columns(tmp_path):
+    _, text = _figure2(tmp_path, {1: geometric(0.9, 50), 3: geometric(0.7, 50)})
+    lines = text.splitlines()
+    check_markdown(lines)
+    i = lines.index("## Figure 2, multitask feature learning (synthetic)")
+    assert lines[i + 2] == "### Claim: RFedAGS converges linearly, and the number of local steps K speeds it up"
+    assert ("| K | contraction/round | R^2 | excess risk, first | excess risk, last | subspace distance, last |"
+            in headers(lines))
+
+
+def test_school_section_layout(tmp_path):
+    _, text = school(tmp_path, {**_gap_cells(3, 0.01, avg=0.001), **_gap_cells(4, 0.02, avg=0.001)},
+                     {(3, "RSD"): 0.5, (4, "RSD"): 0.45})
+    check_markdown(text.splitlines())
+
+
+def test_newer_synthetic_sections_layout(tmp_path):
+    _, text = newer_synthetic_report(tmp_path)
+    lines = text.splitlines()
+    check_markdown(lines)
+    assert "## Newer experiments: low-rank matrix completion on Gr(r, m), synthetic (`lrmc`)" in lines
+    assert "## Newer experiments: PCA on St(d, r), synthetic (the authors' `PCAStief_Syn`)" in lines
+    assert "### Study: S grows (`pca_stiefel_agents_*`)" in lines
+    assert "### RFedAGS against the tangent mean (`pca_stiefel_ags_vs_tm`)" in lines
+    hs = headers(lines)
+    assert ("| method | contraction/round | R^2 | excess risk, last | rel_error, last | test_rmse, last "
+            "| test_rmse_refit, last |") in hs
+    assert ("| S | experiment | K | contraction/round | R^2 | excess risk, first | plateau | plateau / abs(F*) "
+            "| levelled off |") in hs
+    assert "| RFedAGS plateau | RFedAvg plateau | level | RFedAGS rounds | RFedAvg rounds |" in hs

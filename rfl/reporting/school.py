@@ -137,7 +137,7 @@ def _protocol_claims(rep, table: pd.DataFrame, protocol: str, _rows_table, _verd
             d = abs(float(a.iloc[0]) - float(g.iloc[0]))
             ok += d <= SCHOOL_AVG_TOL
             missing += bool(np.isnan(d))
-            rows.append({"r": str(r), "RFedAvg": float(a.iloc[0]), "RFedAGS-K=1": float(g.iloc[0]), "|difference|": d})
+            rows.append({"r": str(r), "RFedAvg": float(a.iloc[0]), "RFedAGS-K=1": float(g.iloc[0]), "abs(difference)": d})
     if n:
         rep.add(f"### Claim: RFedAvg performs very close to RFedAGS with K = 1 ({protocol})", "")
         rep.table(pd.DataFrame(rows))
