@@ -395,3 +395,65 @@ def test_sensitivity_table_and_lines(tmp_path):
     assert ("- r = 4, heldout: K = 1 is +0.060 from K = 10 at alpha = 1e-06, +0.002 at alpha = 1.8e-05 "
             "(paper: +0.002).") in lines
     assert not any(ln.startswith("- r = 5") for ln in lines)      # one step at r = 5: no line
+
+
+# ---- federated kPCA on digits, and the report's provenance --------------------------------------
+def _kpca_run(root, exp, name, K, last, floats, seed=0, T=10):
+    path = root / "runs" / exp / f"{name}_K{K}_seed{seed}.csv"
+    er = np.linspace(1.0, last, T + 1)
+    write_run(path, {"round": np.arange(T + 1), "excess_risk": er, "floats": np.linspace(0, floats, T + 1)},
+              {"experiment": exp, "run_id": path.stem, "seed": seed,
+               "algorithm": {"name": name, "K": K}, "dataset": {"problem": "kpca"}},
+              commit="c" * 8, versions={"numpy": "2", "python": "3.11"})
+    return str(path)
+
+
+def test_kpca_section_medians_and_the_drift_line(tmp_path):
+    """Per method of each kPCA figure: the median over seeds of the last excess risk and of the
+    floats communicated; the drift line compares RFedSVRG/RFedProj's worst with RFedAGS's best
+    for K > 1 (K = 1, here the lowest, is left out)."""
+    runs = {"kx": [_kpca_run(tmp_path, "kx", "rfedags", 4, last, fl, seed)
+                   for seed, (last, fl) in enumerate(((1e-3, 100.0), (3e-3, 300.0), (2e-3, 200.0)))]}
+    runs["kx"] += [_kpca_run(tmp_path, "kx", "rfedags", 1, 1e-6, 10.0),
+                   _kpca_run(tmp_path, "kx", "rfedsvrg", 4, 5e-5, 400.0),
+                   _kpca_run(tmp_path, "kx", "rfedproj", 4, 7e-5, 500.0),
+                   _kpca_run(tmp_path, "kx", "rsd", None, 1e-9, 0.0)]
+    config = {"figures": {"fa": {"experiment": "kx", "title": "Digits, split A"},
+                          "other": {"experiment": "mx", "title": "not kPCA"}},
+              "datasets": {"dk": {"problem": "kpca"}, "dm": {"problem": "multitask"}},
+              "experiments": {"kx": {"dataset": "dk"}, "mx": {"dataset": "dm"}}}
+    rep = Report()
+    R.kpca_section(rep, {"config": config, "runs": runs})
+    lines = rep.lines
+    check_markdown(lines)
+    assert lines[0] == "## Beyond the paper: federated kPCA on digits (St(64, r))"
+    assert "### Digits, split A (`kx`)" in lines and not any("not kPCA" in ln for ln in lines)
+    head = "| method | excess risk, last | rounds | floats communicated |"
+    rows = {r[0]: r[1:] for r in rows_of(lines, head)}
+    assert rows["RFedAGS-K=4"] == [f"{np.median([1e-3, 3e-3, 2e-3]):.4g}", "10", "200"]
+    assert rows["RSD"] == ["1e-09", "10", "0"] and rows["RFedAGS-K=1"][0] == "1e-06"
+    assert ("Drift-corrected methods (RFedSVRG, RFedProj) end at 7.00e-05 at worst; RFedAGS with K > 1 "
+            "at 2.00e-03 at best.") in lines
+    assert rep.summary == []
+    # without a kPCA figure: no section
+    rep = Report()
+    R.kpca_section(rep, {"config": {**config, "figures": {"other": config["figures"]["other"]}}, "runs": runs})
+    assert rep.lines == []
+
+
+def test_provenance_lists_runs_diverged_commits_and_versions(tmp_path):
+    ok = [_kpca_run(tmp_path, "kx", "rfedags", 4, 1e-3, 1.0, seed) for seed in range(2)]
+    bad = []
+    for i in range(12):                         # 12 diverged runs: the first 10 named
+        path = tmp_path / "runs" / "ky" / f"bad{i:02d}.csv"
+        write_run(path, {"round": np.arange(3), "excess_risk": np.array([1.0, 2.0, np.nan]),
+                         "status": np.array(["ok", "ok", "diverged"], dtype=object)},
+                  {"experiment": "ky", "run_id": path.stem}, commit="b" * 8, versions={"numpy": "2"})
+        bad.append(str(path))
+    lines = R.provenance({"runs": {"kx": ok, "ky": bad}})
+    names = ", ".join(f"bad{i:02d}" for i in range(10))
+    assert lines[0] == f"- runs: 14 (12 diverged: {names})"
+    assert lines[1] == f"- code: commit(s) {'b' * 8}, {'c' * 8}"
+    assert lines[2] == "- versions: numpy 2, python 3.11"
+    assert lines[3].startswith("- written: 20")
+    assert R.provenance({"runs": {"kx": ok}})[0] == "- runs: 2 (0 diverged)"
