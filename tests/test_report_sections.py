@@ -435,6 +435,10 @@ def test_kpca_section_medians_and_the_drift_line(tmp_path):
     assert ("Drift-corrected methods (RFedSVRG, RFedProj) end at 7.00e-05 at worst; RFedAGS with K > 1 "
             "at 2.00e-03 at best.") in lines
     assert rep.summary == []
+    # drift-corrected methods without an RFedAGS run with K > 1: no comparison line
+    rep = Report()
+    R.kpca_section(rep, {"config": config, "runs": {"kx": runs["kx"][3:]}})
+    assert not any(ln.startswith("Drift-corrected") for ln in rep.lines) and "### Digits, split A (`kx`)" in rep.lines
     # without a kPCA figure: no section
     rep = Report()
     R.kpca_section(rep, {"config": {**config, "figures": {"other": config["figures"]["other"]}}, "runs": runs})
