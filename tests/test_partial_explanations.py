@@ -103,6 +103,11 @@ def test_avg_vs_ags_same_steady_level_parting_on_the_way():
     assert lines[-1] == (f"  The levels agree within a factor 2 and are steady: the curves part on the way "
                          f"there (largest ratio at round {worst}).")
     assert worst == 20
+    # RFedAGS alternating 1e-6, 2e-6 over the last rounds: a spread of exactly the factor 2 is
+    # still steady
+    wiggly = ags.copy()
+    wiggly[-20:] = np.where(np.arange(20) % 2, 2e-6, 1e-6)
+    assert partial.avg_vs_ags(4, avg, wiggly)[-1].startswith("  The levels agree within a factor 2 and are steady")
     # a wider factor: never apart
     assert partial.avg_vs_ags(4, avg, ags, factor=2e4) == []
 
