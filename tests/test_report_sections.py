@@ -461,3 +461,103 @@ def test_provenance_lists_runs_diverged_commits_and_versions(tmp_path):
     assert lines[2] == "- versions: numpy 2, python 3.11"
     assert lines[3].startswith("- written: 20")
     assert R.provenance({"runs": {"kx": ok}})[0] == "- runs: 2 (0 diverged)"
+
+
+# ---- newer synthetic experiments: LRMC and PCA on St(d, r) --------------------------------------
+from rfl.reporting import newer_synthetic as NS  # noqa: E402
+from test_newer_synthetic_verdicts import _run as ns_run  # noqa: E402
+
+
+def _ns(datasets, experiments, runs):
+    rep = Report()
+    NS.newer_synthetic_section(rep, {"config": {"datasets": datasets, "experiments": experiments}, "runs": runs})
+    return rep
+
+
+def test_newer_synthetic_without_its_experiments_writes_nothing():
+    for config in ({}, {"experiments": {"x": {"dataset": "missing"}}}, {"experiments": {"x": {}}}):
+        rep = Report()
+        NS.newer_synthetic_section(rep, {"config": config, "runs": {}})
+        assert rep.lines == [] and rep.summary == []
+
+
+def test_lrmc_table_numbers_and_runs_without_the_completion_columns(tmp_path):
+    """K = 1 at 0.9^t and K = 4 at 0.6^t (pure geometric, 60 rounds): contraction 0.9 and 0.6,
+    R^2 = 1; the completion errors never measured (NaN): NaN in the table and no relative-error
+    verdict possible."""
+    T = 60
+    nan = {c: np.full(T + 1, np.nan) for c in ("rel_error", "test_rmse", "test_rmse_refit")}
+    runs = {"lrmc": [ns_run(tmp_path, "lrmc", "lrmc", 0.9 ** np.arange(T + 1), K=1, extra=nan),
+                     ns_run(tmp_path, "lrmc", "lrmc", 0.6 ** np.arange(T + 1), K=4, extra=nan)],
+            "lrmc_none": []}
+    datasets = {"g": {"problem": "lrmc"}}
+    rep = _ns(datasets, {"lrmc": {"dataset": "g"}, "lrmc_none": {"dataset": "g"}}, runs)
+    lines = rep.lines
+    check_markdown(lines)
+    assert not any("`lrmc_none`" in ln for ln in lines)
+    head = ("| method | contraction/round | R^2 | excess risk, last | rel_error, last | test_rmse, last "
+            "| test_rmse_refit, last |")
+    rows = {r[0]: r[1:] for r in rows_of(lines, head)}
+    assert rows["RFedAGS-K=1"] == ["0.9", "1", f"{0.9 ** T:.4g}", "nan", "nan", "nan"]
+    assert rows["RFedAGS-K=4"][:3] == ["0.6", "1", f"{0.6 ** T:.4g}"]
+    v = {c: x for _, c, x in rep.summary}
+    assert v == {"linear convergence (every agent)": REPRODUCED, "larger K faster": REPRODUCED,
+                 "larger K, smaller relative error": INSUFFICIENT}
+    assert {w for w, _, _ in rep.summary} == {"LRMCGrass_Syn"}
+
+
+def test_lrmc_a_K_too_short_to_fit_is_not_a_rate(tmp_path):
+    extra = lambda n: {c: np.linspace(1.0, 0.1, n) for c in ("rel_error", "test_rmse", "test_rmse_refit")}  # noqa: E731
+    runs = {"lrmc": [ns_run(tmp_path, "lrmc", "lrmc", np.array([1.0, 0.5]), K=1, extra=extra(2)),
+                     ns_run(tmp_path, "lrmc", "lrmc", 0.6 ** np.arange(61), K=4, extra=extra(61))]}
+    rep = _ns({"g": {"problem": "lrmc"}}, {"lrmc": {"dataset": "g"}}, runs)
+    v = {c: x for _, c, x in rep.summary}
+    assert v["linear convergence (every agent)"] == PARTLY       # 1 of 2, the short one unjudged
+    assert v["larger K faster"] == INSUFFICIENT                   # one rate left
+    assert "- K = 1: insufficient data (fewer than 3 recorded rounds)." in rep.lines
+
+
+def _pca_exp(tmp_path, datasets, experiments, runs, name, params, curves):
+    """An experiment of the PCA studies: dataset ``name`` with ``params``; ``curves``:
+    [(algorithm, K, curve)]."""
+    datasets[name] = {"problem": "pca_stiefel", "params": params}
+    experiments[name] = {"dataset": name}
+    runs[name] = [ns_run(tmp_path, name, "pca_stiefel", c, name=a, K=K) for a, K, c in curves]
+
+
+def test_pca_studies_smallest_K_dim_study_and_skipped_experiments(tmp_path):
+    """Datasize study: N = 50 (RFedAGS K = 1 floored at 2e-3, and K = 5 floored at 1e-9, which
+    is not the one used), N = 100 (floored at 1e-3), N = 200 (RFedAvg only: skipped). Dim study:
+    two sizes, no ordering claim. An AGS-vs-TM experiment without RFedAvg: no comparison."""
+    g = lambda floor: 0.8 ** np.arange(201) + floor                 # noqa: E731
+    datasets, experiments, runs = {}, {}, {}
+    _pca_exp(tmp_path, datasets, experiments, runs, "pca_stiefel_datasize_n100", {"N": 100},
+             [("rfedags", 1, g(1e-3))])
+    _pca_exp(tmp_path, datasets, experiments, runs, "pca_stiefel_datasize_n50", {"N": 50},
+             [("rfedags", 5, g(1e-9)), ("rfedags", 1, g(2e-3))])
+    _pca_exp(tmp_path, datasets, experiments, runs, "pca_stiefel_datasize_n200", {"N": 200},
+             [("rfedavg", 1, g(5e-3))])
+    _pca_exp(tmp_path, datasets, experiments, runs, "pca_stiefel_dim_a", {"d": 10, "r": 2},
+             [("rfedags", 1, g(1e-3))])
+    _pca_exp(tmp_path, datasets, experiments, runs, "pca_stiefel_dim_b", {"d": 20, "r": 3},
+             [("rfedags", 1, g(2e-3))])
+    _pca_exp(tmp_path, datasets, experiments, runs, "pca_stiefel_ags_vs_tm", {"S": 2},
+             [("rfedags", 50, g(1e-6))])
+    rep = _ns(datasets, experiments, runs)
+    lines = rep.lines
+    check_markdown(lines)
+    v = {(w, c): x for w, c, x in rep.summary}
+    assert v[("PCAStief_Syn (datasize)", "more local data, lower plateau")] == REPRODUCED
+    assert v[("PCAStief_Syn (dim)", "linear rate with a fixed step")] == REPRODUCED
+    assert not any(w == "PCAStief_Syn (dim)" and c != "linear rate with a fixed step" for w, c in v)
+    assert not any("AGS vs TM" in w for w, _ in v)
+    assert "### Study: N grows (`pca_stiefel_datasize_*`)" in lines
+    assert "### Study: (d, r) grows (`pca_stiefel_dim_*`)" in lines
+    head = ("| N | experiment | K | contraction/round | R^2 | excess risk, first | plateau | plateau / abs(F*) "
+            "| levelled off |")
+    rows = rows_of(lines, head)
+    assert [r[:3] for r in rows] == [["50", "pca_stiefel_datasize_n50", "1"],
+                                     ["100", "pca_stiefel_datasize_n100", "1"]]
+    assert rows[0][6] == f"{np.median(g(2e-3)[-20:]):.4g}" and rows[0][8] == "yes"
+    dims = rows_of(lines, head.replace("| N |", "| (d, r) |"))
+    assert [r[0] for r in dims] == ["10, 2", "20, 3"]

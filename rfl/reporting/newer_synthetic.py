@@ -144,8 +144,9 @@ def lrmc_section(rep: Report, spec: dict) -> None:
             fit = linear_phase(curve)
             row = {"method": method_label(key), "contraction/round": fit["rate"], "R^2": fit["r2"],
                    "excess risk, last": _last(curve)}
+            # (an lrmc run table always has these columns: ``rfl.io.read_run_table`` checks them)
             for col in ("rel_error", "test_rmse", "test_rmse_refit"):
-                row[f"{col}, last"] = _last(median_curve(runs, col)) if col in runs[0] else np.nan
+                row[f"{col}, last"] = _last(median_curve(runs, col))
             rows.append(row)
         rep.table(pd.DataFrame(rows))
         full = _rfedags(groups)
@@ -159,7 +160,7 @@ def lrmc_section(rep: Report, spec: dict) -> None:
             notes += [n for n in (seed_note(K, runs), fit_note(K, fit)) if n]
             if fit["status"] != "insufficient":
                 rates.append(np.inf if fit["status"] == "diverged" else fit["rate"])
-            rel.append(_last(median_curve(runs, "rel_error")) if "rel_error" in runs[0] else np.nan)
+            rel.append(_last(median_curve(runs, "rel_error")))
         _notes(rep, notes)
         where = "LRMCGrass_Syn"
         rep.verdict(where, "linear convergence (every agent)", _verdict(ok, len(full), missing), LINEAR_RULE)
