@@ -190,11 +190,10 @@ def _study_experiments(spec: dict) -> dict[str, list[tuple[tuple, str]]]:
     cfg = spec["config"]
     out: dict[str, list] = {}
     for e in _experiments(spec, "pca_stiefel"):
-        for prefix, (study, keys) in STUDIES.items():
+        for prefix, (study, keys) in STUDIES.items():       # (no name starts with two prefixes)
             if e.startswith(prefix):
                 params = cfg["datasets"][cfg["experiments"][e]["dataset"]]["params"]
                 out.setdefault(study, []).append((tuple(params[k] for k in keys), e))
-                break
     return {s: sorted(v) for s, v in out.items()}
 
 
