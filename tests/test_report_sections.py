@@ -7,6 +7,8 @@ the text before or after it does not render."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -20,14 +22,21 @@ def check_markdown(lines: list[str]) -> None:
     """Headings and tables stand apart from the text around them (a blank line before and
     after); every row of a table has the header's number of cells, the second row is the
     separator; a verdict line stands apart too (after a list it would continue the list's
-    last item)."""
+    last item) and its rule reads as a clause after "Rule:"; a paragraph ends a sentence."""
     for i, line in enumerate(lines):
         if line.startswith("#"):
             assert i == 0 or lines[i - 1] == "", f"no blank line before heading {line!r}"
             assert i + 1 < len(lines) and lines[i + 1] == "", f"no blank line after heading {line!r}"
         if line.startswith("**Verdict:"):
+            # the rule continues "_Rule: " as a clause (lower-case start unless a method's name, no
+            # closing full stop), without a "_" that would end the italics early
+            assert re.fullmatch(r"\*\*Verdict: (reproduced|partly reproduced|not reproduced|insufficient "
+                                r"data)\.\*\* _Rule: ([a-z]|RFedAGS|FedLSA|SCAFFLSA)[^_]*[A-Za-z0-9%)]_",
+                                line), line
             assert lines[i - 1] == "", f"no blank line before {line!r}"
             assert i + 1 == len(lines) or lines[i + 1] == "", f"no blank line after {line!r}"
+        if line and not line.startswith(("#", "|", "- ", "  ", "**Verdict:")):
+            assert line[-1] in ".:)", f"a paragraph that does not end a sentence: {line!r}"
         if line.startswith("|") and (i == 0 or not lines[i - 1].startswith("|")):
             assert i == 0 or lines[i - 1] == "", f"no blank line before table {line!r}"
             j = i
@@ -561,3 +570,20 @@ def test_pca_studies_smallest_K_dim_study_and_skipped_experiments(tmp_path):
     assert rows[0][6] == f"{np.median(g(2e-3)[-20:]):.4g}" and rows[0][8] == "yes"
     dims = rows_of(lines, head.replace("| N |", "| (d, r) |"))
     assert [r[0] for r in dims] == ["10, 2", "20, 3"]
+
+
+def test_participation_and_lsa_sections_layout(tmp_path):
+    from test_participation_report import _section
+    from test_verdicts import lsa
+
+    rep = _section(tmp_path / "p", {"p3": {"full": (1e-5, 1.0), "uniform": (3e-4, 0.3), "bernoulli": (2e-4, 0.3)},
+                                    "p7": {"full": (1e-5, 1.0), "uniform": (9e-5, 0.7)}})
+    check_markdown(rep.lines)
+    assert ("## Beyond the first version: RFedAGS under the participation schemes of the authors' newer code"
+            in rep.lines)
+    assert "| method | scheme | authors | expected share of agents | excess risk, level |" in headers(rep.lines)
+    # (the FedLSA section's table comes from rfl.reporting.lsa.display; its "||bias||^2" column
+    # splits into extra Markdown cells, so only the lines outside the tables are checked here)
+    _, text = lsa(tmp_path / "l", [("heterogeneous", 10, 2, 0.001, 1.0, 50.0), ("heterogeneous", 10, 1, np.nan, 1.0, 1e6),
+                                   ("homogeneous", 10, 4, 0.5, 1.0, 1e6)])
+    check_markdown([ln for ln in text.splitlines() if not ln.startswith("|")])

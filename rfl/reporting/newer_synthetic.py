@@ -168,7 +168,7 @@ def lrmc_section(rep: Report, spec: dict) -> None:
                     "the fitted contraction factor is non-increasing in K (partly: only the largest "
                     "K beats the smallest; insufficient data with fewer than two K)")
         rep.verdict(where, "larger K, smaller relative error", rel_error_in_k(rel),
-                    f"the median relative error ||U W^T - M||_F / ||M||_F at the last round is "
+                    f"the median relative error ||U W^T - M|| / ||M|| (Frobenius norms) at the last round is "
                     f"non-increasing in K up to a factor {REL_TOL:g} (partly: only the largest K "
                     f"below the smallest)")
 
