@@ -119,3 +119,25 @@ def test_levels_one_row_per_algorithm_K_and_scheme(tmp_path):
         assert row["plateau"].iloc[0] == pytest.approx(np.median([level, 3 * level]))
         assert row["share"].iloc[0] == (1.0 if part is None else part / 8)
     assert levels({"runs": {"e": paths}}, "other").empty
+
+
+def test_experiments_without_runs_or_without_a_partial_scheme_are_missing(tmp_path):
+    """p3 holds the ordering; p5 has only every-agent runs and pe no run at all: both count as
+    missing (1 of 3 holds, 2 missing: partly); with p5 and pe alone: insufficient data."""
+    runs = {e: _write(tmp_path, e, levels) for e, levels in
+            {"p3": {"full": (1e-5, 1.0), "uniform": (3e-4, 0.3)}, "p5": {"full": (1e-5, 1.0)}}.items()}
+    runs["pe"] = []
+    rep = Report()
+    participation_section(rep, {"config": _config(["pe", "p3", "p5"]), "runs": runs, "tables": {}})
+    assert "- `pe`: no runs." in rep.lines
+    assert rep.summary[-1][2] == PARTLY
+    assert "Every agent: 1e-05; partial schemes from 0.0003 to 0.0003 (full lowest)." in rep.lines
+    rep = Report()
+    participation_section(rep, {"config": _config(["pe", "p5"]), "runs": runs, "tables": {}})
+    assert rep.summary[-1][2] == "insufficient data"
+
+
+def test_a_partial_scheme_at_the_full_level_keeps_the_ordering(tmp_path):
+    rep = _section(tmp_path, {"p3": {"full": (1e-4, 1.0), "uniform": (1e-4, 0.3)}})
+    assert rep.summary[-1][2] == REPRODUCED
+    assert "Every agent: 0.0001; partial schemes from 0.0001 to 0.0001 (full lowest)." in rep.lines
