@@ -141,3 +141,12 @@ def test_a_partial_scheme_at_the_full_level_keeps_the_ordering(tmp_path):
     rep = _section(tmp_path, {"p3": {"full": (1e-4, 1.0), "uniform": (1e-4, 0.3)}})
     assert rep.summary[-1][2] == REPRODUCED
     assert "Every agent: 0.0001; partial schemes from 0.0001 to 0.0001 (full lowest)." in rep.lines
+
+
+def test_share_lines_need_two_shares_and_a_strict_decrease(tmp_path):
+    """uniform at the same level for shares 0.3 and 0.7: not a decrease; bernoulli at one share
+    only: no line."""
+    rep = _section(tmp_path, {"p3": {"full": (1e-5, 1.0), "uniform": (2e-4, 0.3), "bernoulli": (3e-4, 0.3)},
+                              "p7": {"full": (1e-5, 1.0), "uniform": (2e-4, 0.7)}})
+    assert "- uniform: share 0.3: 0.0002, share 0.7: 0.0002 (not monotone in the share)" in rep.lines
+    assert not any(ln.startswith("- bernoulli:") for ln in rep.lines)
