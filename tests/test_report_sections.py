@@ -587,3 +587,83 @@ def test_participation_and_lsa_sections_layout(tmp_path):
     _, text = lsa(tmp_path / "l", [("heterogeneous", 10, 2, 0.001, 1.0, 50.0), ("heterogeneous", 10, 1, np.nan, 1.0, 1e6),
                                    ("homogeneous", 10, 4, 0.5, 1.0, 1e6)])
     check_markdown([ln for ln in text.splitlines() if not ln.startswith("|")])
+
+
+# ---- the facts each section's opening paragraph must give a reader ------------------------------
+def paragraph(lines, start):
+    """The one paragraph that opens with ``start``."""
+    found = [ln for ln in lines if ln.startswith(start)]
+    assert len(found) == 1, f"no single paragraph opening with {start!r}"
+    return found[0]
+
+
+def has_facts(text, *facts, end=None):
+    for f in facts:
+        assert f in text, f"missing {f!r}"
+    if end is not None:
+        assert text.endswith(end), f"does not end with {end!r}"
+
+
+def test_opening_paragraphs_name_scripts_data_and_definitions(tmp_path):
+    """Which authors' script an experiment follows, the deviations from it, and what the numbers
+    are (medians over seeds, which excess risk): each section's opening paragraph."""
+    # newer version: HSP and MNIST
+    T_ = np.arange(30)
+    runs = {"hf": [_run(tmp_path, "hf", "rfedags", 0.5 ** T_, dist=np.full(30, 0.3))],
+            "mf": [_run(tmp_path, "mf", "rfedags", 0.5 ** T_)]}
+    rep = Report()
+    newer_version_section(rep, {"config": _config({"hf": ("hsp", "fixed"), "mf": ("pca_sphere", "fixed")}),
+                                "runs": runs})
+    has_facts(paragraph(rep.lines, "The authors' `HSPHyper_WordNet_Fixed.m`: the embedding of `primate`"),
+              "kernel-weighted Fréchet mean of the other nodes' embeddings, 9 agents, fixed step.",
+              "Here every agent participates in every round (upstream samples agent i",
+              end="probability p_i). Median over seeds after the last round:")
+    has_facts(paragraph(rep.lines, "d(x, y_true) is the distance of the prediction to primate's own embedding"),
+              end="the optimiser cannot reduce below that of the minimiser.")
+    has_facts(paragraph(rep.lines, "The authors' `PCASphere_MNIST` (Figures 7 and 8 scripts), RFedAGS with K = 5"),
+              "participation. Deviation: upstream uses the 60000 training images",
+              "authors' repository; here the 10000 test images, 60 agents x 160 (8 label shards each",
+              end="`noniid_small`). Excess risk F(x) - F(x*), x* the top eigenvector.")
+    # newer synthetic: LRMC and PCA on St(d, r)
+    _, text = newer_synthetic_report(tmp_path / "ns")
+    lines = text.splitlines()
+    has_facts(paragraph(lines, "The authors' `LRMCGrass_Syn`. Median over seeds, every method"),
+              "test RMSE held out (w fitted on a column's training entries, scored on its test",
+              end="entries) and refitted (the authors' `RMSE`: w refitted on the test entries).")
+    has_facts(paragraph(lines, "Excess risk F(x_t) - F(x*) of RFedAGS (x* in closed form; our cost is half the authors'"),
+              "so is the gap). Agent rows have growing scales (blocks of rows scaled by b / n_blocks)",
+              "so a study's datasets differ in more than the parameter that grows",
+              end="local rows also add rows of larger scale, as in the authors' scripts.")
+    # participation schemes
+    from test_participation_report import _section
+    rep = _section(tmp_path / "p", {"p3": {"full": (1e-5, 1.0), "uniform": (3e-4, 0.3)},
+                                    "p7": {"full": (1e-5, 1.0), "uniform": (9e-5, 0.7)}})
+    has_facts(paragraph(rep.lines, "The schemes of `RFedAGSP.m`: every agent (`full`), s agents uniformly"),
+              "'sampling'), Bernoulli joins weighted by the estimated probability (`bernoulli_estimated`",
+              "'estimating') or by the true one (`bernoulli`, unbiased). Level: median over the last 10%",
+              end="of rounds of the median excess risk over seeds.")
+    assert "Measured (no claim of the authors): the level of each partial scheme against its expected " \
+           "share of agents per round:" in rep.lines
+    assert ("### Claim: every agent in every round reaches the lowest excess risk (the ordering of the "
+            "authors' participation figures)") in rep.lines
+    # School
+    rep = _school_report(tmp_path / "s", school_table({(3, "RSD"): 0.5, (3, "RFedAGS-K=1"): 0.52}))
+    assert rep.lines[0] == "## Figure 3 and Table 2, School data"
+    has_facts(paragraph(rep.lines, "Best test NMSE over the rounds (mean over random 80/20 splits), beside the paper's"),
+              end="under each evaluation protocol:")
+    has_facts(paragraph(rep.lines, "The NMSE of the verdicts is the paper's (Section 5.2): squared errors pooled"),
+              "test rows, over the variance of all test labels (`pooled`); `task_mean` (the mean of",
+              end="the per-task MSEs over the same variance) is shown beside it.")
+    assert "### Claim: RFedAGS is comparable to the centralised RSD, RCG and RLBFGS (heldout)" in rep.lines
+    assert "### Claim: the numbers of Table 2 (heldout)" in rep.lines
+    # Figure 1 and kPCA
+    f = geometric(0.5, 30, floor=1e-6)
+    rep, _ = figure1(tmp_path / "f", {1: [f]}, {1: [f / 2]})
+    has_facts(paragraph(rep.lines, "Experiments `p_fixed` (fixed step) and `p_dec` (decaying step (5.2)); "),
+              end="curves are medians over seeds of the excess risk F(x_t) - F(x*).")
+    rep = Report()
+    R.kpca_section(rep, {"config": {"figures": {"fa": {"experiment": "kx", "title": "A"}},
+                                    "datasets": {"dk": {"problem": "kpca"}}, "experiments": {"kx": {"dataset": "dk"}}},
+                         "runs": {"kx": [_kpca_run(tmp_path / "k", "kx", "rfedags", 4, 1e-3, 1.0)]}})
+    has_facts(paragraph(rep.lines, "Median over seeds of the excess risk after the last round, and the floats communicated "),
+              end="until then (centralised methods communicate nothing).")
