@@ -615,32 +615,37 @@ def test_opening_paragraphs_name_scripts_data_and_definitions(tmp_path):
     newer_version_section(rep, {"config": _config({"hf": ("hsp", "fixed"), "mf": ("pca_sphere", "fixed")}),
                                 "runs": runs})
     has_facts(paragraph(rep.lines, "The authors' `HSPHyper_WordNet_Fixed.m`: the embedding of `primate`"),
-              "kernel-weighted Fréchet mean of the other nodes' embeddings, 9 agents, fixed step.",
-              "Here every agent participates in every round (upstream samples agent i",
+              "predicted as a kernel-weighted Fréchet mean of the other nodes' embeddings, 9 agents",
+              "fixed step. Here every agent participates in every round (upstream samples agent i",
+              "with a random probability p_i)",
               end="probability p_i). Median over seeds after the last round:")
     has_facts(paragraph(rep.lines, "d(x, y_true) is the distance of the prediction to primate's own embedding"),
               end="the optimiser cannot reduce below that of the minimiser.")
     has_facts(paragraph(rep.lines, "The authors' `PCASphere_MNIST` (Figures 7 and 8 scripts), RFedAGS with K = 5"),
-              "participation. Deviation: upstream uses the 60000 training images",
-              "authors' repository; here the 10000 test images, 60 agents x 160 (8 label shards each",
+              "K = 5 and full participation. Deviation: upstream uses the 60000 training images",
+              "missing from the authors' repository; here the 10000 test images, 60 agents x 160",
+              "(8 label shards each, as upstream's `noniid_small`)",
               end="`noniid_small`). Excess risk F(x) - F(x*), x* the top eigenvector.")
     # newer synthetic: LRMC and PCA on St(d, r)
     _, text = newer_synthetic_report(tmp_path / "ns")
     lines = text.splitlines()
     has_facts(paragraph(lines, "The authors' `LRMCGrass_Syn`. Median over seeds, every method"),
-              "test RMSE held out (w fitted on a column's training entries, scored on its test",
+              "every method of the experiment; test RMSE held out (w fitted on a column's training",
+              "scored on its test entries) and refitted",
               end="entries) and refitted (the authors' `RMSE`: w refitted on the test entries).")
     has_facts(paragraph(lines, "Excess risk F(x_t) - F(x*) of RFedAGS (x* in closed form; our cost is half the authors'"),
-              "so is the gap). Agent rows have growing scales (blocks of rows scaled by b / n_blocks)",
-              "so a study's datasets differ in more than the parameter that grows",
+              "half the authors', so is the gap). Agent rows have growing scales",
+              "(blocks of rows scaled by b / n_blocks), so a study's datasets differ in more than",
+              "the parameter that grows: more agents or more local rows also add rows of larger scale",
               end="local rows also add rows of larger scale, as in the authors' scripts.")
     # participation schemes
     from test_participation_report import _section
     rep = _section(tmp_path / "p", {"p3": {"full": (1e-5, 1.0), "uniform": (3e-4, 0.3)},
                                     "p7": {"full": (1e-5, 1.0), "uniform": (9e-5, 0.7)}})
     has_facts(paragraph(rep.lines, "The schemes of `RFedAGSP.m`: every agent (`full`), s agents uniformly"),
-              "'sampling'), Bernoulli joins weighted by the estimated probability (`bernoulli_estimated`",
-              "'estimating') or by the true one (`bernoulli`, unbiased). Level: median over the last 10%",
+              "(`uniform`, their 'sampling'), Bernoulli joins weighted by the estimated probability",
+              "(`bernoulli_estimated`, 'estimating') or by the true one (`bernoulli`, unbiased)",
+              "Level: median over the last 10% of rounds",
               end="of rounds of the median excess risk over seeds.")
     assert "Measured (no claim of the authors): the level of each partial scheme against its expected " \
            "share of agents per round:" in rep.lines
@@ -650,9 +655,10 @@ def test_opening_paragraphs_name_scripts_data_and_definitions(tmp_path):
     rep = _school_report(tmp_path / "s", school_table({(3, "RSD"): 0.5, (3, "RFedAGS-K=1"): 0.52}))
     assert rep.lines[0] == "## Figure 3 and Table 2, School data"
     has_facts(paragraph(rep.lines, "Best test NMSE over the rounds (mean over random 80/20 splits), beside the paper's"),
-              end="under each evaluation protocol:")
+              end="beside the paper's, under each evaluation protocol:")
     has_facts(paragraph(rep.lines, "The NMSE of the verdicts is the paper's (Section 5.2): squared errors pooled"),
-              "test rows, over the variance of all test labels (`pooled`); `task_mean` (the mean of",
+              "squared errors pooled over all test rows, over the variance of all test labels",
+              "(`pooled`); `task_mean` (the mean of the per-task MSEs over the same variance)",
               end="the per-task MSEs over the same variance) is shown beside it.")
     assert "### Claim: RFedAGS is comparable to the centralised RSD, RCG and RLBFGS (heldout)" in rep.lines
     assert "### Claim: the numbers of Table 2 (heldout)" in rep.lines
@@ -660,10 +666,10 @@ def test_opening_paragraphs_name_scripts_data_and_definitions(tmp_path):
     f = geometric(0.5, 30, floor=1e-6)
     rep, _ = figure1(tmp_path / "f", {1: [f]}, {1: [f / 2]})
     has_facts(paragraph(rep.lines, "Experiments `p_fixed` (fixed step) and `p_dec` (decaying step (5.2)); "),
-              end="curves are medians over seeds of the excess risk F(x_t) - F(x*).")
+              end="(decaying step (5.2)); curves are medians over seeds of the excess risk F(x_t) - F(x*).")
     rep = Report()
     R.kpca_section(rep, {"config": {"figures": {"fa": {"experiment": "kx", "title": "A"}},
                                     "datasets": {"dk": {"problem": "kpca"}}, "experiments": {"kx": {"dataset": "dk"}}},
                          "runs": {"kx": [_kpca_run(tmp_path / "k", "kx", "rfedags", 4, 1e-3, 1.0)]}})
     has_facts(paragraph(rep.lines, "Median over seeds of the excess risk after the last round, and the floats communicated "),
-              end="until then (centralised methods communicate nothing).")
+              end="the floats communicated until then (centralised methods communicate nothing).")
