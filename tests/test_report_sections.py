@@ -404,6 +404,12 @@ def test_sensitivity_table_and_lines(tmp_path):
     assert ("- r = 4, heldout: K = 1 is +0.060 from K = 10 at alpha = 1e-06, +0.002 at alpha = 1.8e-05 "
             "(paper: +0.002).") in lines
     assert not any(ln.startswith("- r = 5") for ln in lines)      # one step at r = 5: no line
+    has_facts(paragraph(lines, "In the paper's Table 2, RFedAGS with K = 1 is within 0.002 of K = 10 at r = 4 and 5. "
+                               "With the smallest step here"),
+              "(alpha = 1e-06, the paper's), K = 1 takes 1/10 of K = 10's local steps per round, and its best",
+              "(mean over splits). Best NMSE (mean over the splits run) for each K at larger steps, same rounds; "
+              "the default config keeps the paper's step",
+              end="the paper's step (`paper_tables/table2_sensitivity.md` has every cell):")
 
 
 # ---- federated kPCA on digits, and the report's provenance --------------------------------------
@@ -673,3 +679,29 @@ def test_opening_paragraphs_name_scripts_data_and_definitions(tmp_path):
                          "runs": {"kx": [_kpca_run(tmp_path / "k", "kx", "rfedags", 4, 1e-3, 1.0)]}})
     has_facts(paragraph(rep.lines, "Median over seeds of the excess risk after the last round, and the floats communicated "),
               end="the floats communicated until then (centralised methods communicate nothing).")
+
+
+def test_report_head_and_heterogeneity_paragraph(tmp_path):
+    _, text = _figure2(tmp_path, {1: geometric(0.9, 50), 3: geometric(0.7, 50)})
+    lines = text.splitlines()
+    assert lines[:2] == ["# Reproduction report", ""]
+    has_facts(lines[2], "Written by `rfl reproduction` from the result files of this workflow run; do not edit. "
+                        "Each claim of the RFedAGS paper is set against what was measured here, with the rule "
+                        "that decides the verdict.")
+    i = lines.index("## Summary")
+    assert lines[i + 1:i + 4] == ["", "| where | claim | verdict |", "|---|---|---|"]
+    assert lines[i + 4] == "| Fig. 2 | linear convergence | reproduced |"
+    assert lines[3] == "" and lines[4].startswith("- runs: 2 (0 diverged)") and lines[i - 1] == ""
+    import pandas as pd
+    rows = [{"problem": "CPESph", "method": m, "participation": 1.0, "K": K, "mean": v, "std": 0.0,
+             "seeds": 2, "diverged": 0} for m, K, v in (("RFedAGS", 1, 1e-3), ("RFedAGS", 8, 5e-3))]
+    path = tmp_path / "het.csv"
+    io.write_table(path, pd.DataFrame(rows))
+    rep = Report()
+    R.heterogeneity_section(rep, {"tables": {"heterogeneity": str(path)}})
+    check_markdown(rep.lines)
+    assert rep.lines[0] == "## Beyond the paper: RFedAGS with heterogeneous agents and partial participation"
+    has_facts(paragraph(rep.lines, "Stationary excess risk (mean over the last rounds, mean over seeds; see "
+                                   "`paper_tables/heterogeneity.md` for every cell). The paper analyses i.i.d. "
+                                   "agents with full participation and names these settings as open "
+                                   "directions; there is no claim to verify, only measurements:"))
