@@ -709,12 +709,12 @@ def test_report_head_and_heterogeneity_paragraph(tmp_path):
 
 def test_ags_vs_tm_table_numbers(tmp_path):
     """The AGS-vs-TM experiment of the newer-synthetic report: RFedAGS 0.5^t + 1e-6, RFedAvg
-    0.6^t + 1e-6 over 150 rounds. Plateaus: medians of the last 15 rounds; the level: the
+    0.6^t + 4e-6 over 150 rounds. Plateaus: medians of the last 15 rounds; the level: the
     geometric mean of the common start and the higher plateau; rounds: first strictly below."""
-    _, text = newer_synthetic_report(tmp_path)
+    _, text = newer_synthetic_report(tmp_path, ags_tm=(1e-6, 4e-6))
     lines = text.splitlines()
     t_ = np.arange(151)
-    ags, tm = 0.5 ** t_ + 1e-6, 0.6 ** t_ + 1e-6
+    ags, tm = 0.5 ** t_ + 1e-6, 0.6 ** t_ + 4e-6
     pa, pt = np.median(ags[-15:]), np.median(tm[-15:])
     level = np.sqrt(min(ags[0], tm[0]) * max(pa, pt))
     ta, tt = np.argmax(ags < level), np.argmax(tm < level)
