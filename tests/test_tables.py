@@ -135,6 +135,8 @@ def test_table2_a_split_without_a_measurement_is_not_left_out(school_runs, tmp_p
     tidy = tables.table2({"experiments": {"3": "school_r3"}, "paper": PAPER}, root / "t2.csv", paths)
     k1 = _cells(tidy).loc["RFedAGS-K=1"]
     assert np.isnan(k1["nmse_mean"]) and np.isnan(k1["difference"]) and k1["n_splits"] == 2
+    md = (root / "t2.md").read_text()
+    assert "| 3 | RFedAGS-K=1 | heldout | - | - | - | " in md         # no mean: no number shown
 
 
 def test_table2_sensitivity_groups_runs_by_r_and_step(tmp_path):
