@@ -150,3 +150,14 @@ def test_share_lines_need_two_shares_and_a_strict_decrease(tmp_path):
                               "p7": {"full": (1e-5, 1.0), "uniform": (2e-4, 0.7)}})
     assert "- uniform: share 0.3: 0.0002, share 0.7: 0.0002 (not monotone in the share)" in rep.lines
     assert not any(ln.startswith("- bernoulli:") for ln in rep.lines)
+
+
+def test_levels_of_a_dataset_without_params(tmp_path):
+    from rfl.reporting.participation import levels
+
+    csv = tmp_path / "runs" / "e" / "rfedags_K5_seed0.csv"
+    write_run(csv, {"round": np.arange(10), "excess_risk": np.full(10, 2e-3)},
+              {"experiment": "e", "run_id": "rfedags_K5_seed0", "seed": 0,
+               "algorithm": {"name": "rfedags", "K": 5}, "dataset": {"name": "d", "problem": "cpesph"}})
+    t = levels({"runs": {"e": [str(csv)]}}, "e")
+    assert t.loc[0, "share"] == 1.0 and t.loc[0, "plateau"] == pytest.approx(2e-3) and t.loc[0, "scheme"] is None
