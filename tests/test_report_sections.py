@@ -721,3 +721,30 @@ def test_ags_vs_tm_table_numbers(tmp_path):
     row = rows_of(lines, "| RFedAGS plateau | RFedAvg plateau | level | RFedAGS rounds | RFedAvg rounds |")
     assert row == [[f"{pa:.4g}", f"{pt:.4g}", f"{level:.4g}", f"{ta:.4g}", f"{tt:.4g}"]]
     assert ta < tt
+
+
+def test_heterogeneity_lines_per_problem_and_method(tmp_path):
+    """CPESph: RFedAGS (s/S = 1 at K = 1, 8; s/S = 0.5 at K = 8), RFedProj at K = 4 only (no
+    value at the largest K); CFMSPD: RFedAGS and RFedSVRG at K = 1 and 2."""
+    import pandas as pd
+    cells = [("CPESph", "RFedAGS", 1.0, 1, 1e-3), ("CPESph", "RFedAGS", 1.0, 8, 5e-3),
+             ("CPESph", "RFedAGS", 0.5, 8, 7e-3), ("CPESph", "RFedProj", 1.0, 4, 2e-4),
+             ("CFMSPD", "RFedAGS", 1.0, 2, 3e-2), ("CFMSPD", "RFedAGS", 1.0, 1, 4e-2),
+             ("CFMSPD", "RFedSVRG", 1.0, 1, 6e-5), ("CFMSPD", "RFedSVRG", 1.0, 2, 9e-5)]
+    rows = [{"problem": p, "method": m, "participation": s, "K": K, "mean": v, "std": 0.0, "seeds": 2,
+             "diverged": 0} for p, m, s, K, v in cells]
+    path = tmp_path / "het.csv"
+    io.write_table(path, pd.DataFrame(rows))
+    rep = Report()
+    R.heterogeneity_section(rep, {"tables": {"heterogeneity": str(path)}})
+    lines = rep.lines
+    assert "- CPESph, K = 8: RFedAGS 0.005 (K = 1: 0.001), RFedProj nan." in lines
+    assert "- CFMSPD, K = 2: RFedAGS 0.03 (K = 1: 0.04), RFedSVRG 9e-05." in lines
+    assert not any("RFedSVRG" in ln for ln in lines if ln.startswith("- CPESph"))
+    assert "- CPESph, RFedAGS by participation s/S (columns) and K (rows): K=1: 0.5: nan, 1: 0.001; K=8: 0.5: 0.007, 1: 0.005." in lines
+    assert "- CFMSPD, RFedAGS by participation s/S (columns) and K (rows): K=1: 1: 0.04; K=2: 1: 0.03." in lines
+    assert lines[-1] == ""
+    rep = Report()
+    R.heterogeneity_section(rep, {"tables": {"heterogeneity": str(tmp_path / "missing.csv")}})
+    R.heterogeneity_section(rep, {"tables": {}})
+    assert rep.lines == []
