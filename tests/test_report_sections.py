@@ -727,8 +727,8 @@ def test_heterogeneity_lines_per_problem_and_method(tmp_path):
     """CPESph: RFedAGS (s/S = 1 at K = 1, 8; s/S = 0.5 at K = 8), RFedProj at K = 4 only (no
     value at the largest K); CFMSPD: RFedAGS and RFedSVRG at K = 1 and 2."""
     import pandas as pd
-    cells = [("CPESph", "RFedAGS", 1.0, 1, 1e-3), ("CPESph", "RFedAGS", 1.0, 8, 5e-3),
-             ("CPESph", "RFedAGS", 0.5, 8, 7e-3), ("CPESph", "RFedProj", 1.0, 4, 2e-4),
+    cells = [("CPESph", "RFedAGS", 0.5, 8, 7e-3), ("CPESph", "RFedAGS", 1.0, 1, 1e-3),
+             ("CPESph", "RFedAGS", 1.0, 8, 5e-3), ("CPESph", "RFedProj", 1.0, 4, 2e-4),
              ("CFMSPD", "RFedAGS", 1.0, 2, 3e-2), ("CFMSPD", "RFedAGS", 1.0, 1, 4e-2),
              ("CFMSPD", "RFedSVRG", 1.0, 1, 6e-5), ("CFMSPD", "RFedSVRG", 1.0, 2, 9e-5)]
     rows = [{"problem": p, "method": m, "participation": s, "K": K, "mean": v, "std": 0.0, "seeds": 2,
