@@ -247,11 +247,11 @@ def test_table2_display_columns_order_and_chosen_protocols(school_runs):
     assert "| 3 | RFedAGS-K=2 | heldout | 0.600 | 2 | - | - | - | 1 |" in body
     assert "| 3 | RFedAvg | heldout | 0.510 ± 0.028 | 6 ± 0 | +0.001 | 0.509 | 100 | 2 |" in body
     tex = out.with_suffix(".tex").read_text()
-    for fact in ("Best test NMSE on the School data (mean $\\pm$ std over random 80/20 splits)",
-                 "round where it is reached, per evaluation protocol (heldout: w fitted on the ",
-                 "training rows; refit\\_on\\_test: w solved on the test rows, as in the authors' code)",
-                 "and normalisation (pooled: the paper's NMSE; task mean: mean of per-task MSEs over ",
-                 "the pooled variance), beside the paper's Table 2."):
+    for fact in ("\\caption{Best test NMSE on the School data (mean $\\pm$ std over random 80/20 splits) and the "
+                 "round where it is reached, per evaluation protocol (heldout: w fitted on the training rows; ",
+                 "refit\\_on\\_test: w solved on the test rows, as in the authors' code) and normalisation",
+                 "(pooled: the paper's NMSE; task mean: mean of per-task MSEs over the pooled variance), "
+                 "beside the paper's Table 2.}"):
         assert fact in tex
     # both normalisations: the task-mean columns follow the pooled ones
     tables.table2({**spec, "normalisations": ["pooled", "task_mean"]}, out, paths)
