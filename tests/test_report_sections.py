@@ -247,6 +247,9 @@ def test_figure2_section_layout_and_columns(tmp_path):
     assert lines[i + 2] == "### Claim: RFedAGS converges linearly, and the number of local steps K speeds it up"
     assert ("| K | contraction/round | R^2 | excess risk, first | excess risk, last | subspace distance, last |"
             in headers(lines))
+    _, text = _figure2(tmp_path / "d", {1: geometric(0.9, 50), 3: (geometric(0.7, 50), 4)})
+    assert ("- K = 3: 1 of 1 seeds diverged (first at round 4); each counts as +inf in the median from "
+            "the round it diverged on.") in text.splitlines()
 
 
 def test_school_section_layout(tmp_path):
