@@ -132,3 +132,13 @@ def test_scafflsa_shortfall_ten_times_the_rounds_is_still_converging():
     assert partial.scafflsa_shortfall(row, 100.0) is None
     # a factor exactly at the rule's is no shortfall
     assert partial.scafflsa_shortfall({**row, "scafflsa_rate": 0.5, "scafflsa_factor": 100.0}, 100.0) is None
+
+
+def test_avg_vs_ags_level_of_a_short_curve_is_the_median_of_its_last_three_rounds():
+    """21 rounds: 10% is 2, so the level is the median of the last 3 (not 4, not the rest)."""
+    avg = pd.Series(np.full(21, 1e-3))
+    ags = avg.copy()
+    ags.iloc[-4:] = [9e-3, 1e-3, 2e-3, 3e-3]
+    text = "\n".join(partial.avg_vs_ags(1, avg, ags))
+    assert "Over the last 3 rounds (median of those rounds): RFedAGS 2.00e-03, RFedAvg 1.00e-03 (ratio 2)" in text
+    assert np.isnan(partial._level(pd.Series([np.nan, np.nan])))

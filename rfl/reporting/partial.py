@@ -16,7 +16,7 @@ TAIL = 0.1          # the level reached: median of the last 10% of rounds (as ``
 def _level(curve: pd.Series) -> float:
     c = curve.dropna()
     n = max(3, len(c) // 10)
-    return float(c.iloc[-n:].median()) if len(c) else np.nan
+    return float(c.iloc[-n:].median())           # (NaN for a curve without a value)
 
 
 def avg_vs_ags(K, avg: pd.Series, ags: pd.Series, factor: float = 2.0) -> list[str]:
