@@ -770,3 +770,12 @@ def test_table2_numbers_with_a_cell_not_measured(tmp_path):
     cells[(3, "RFedAGS-K=1")] = 0.5
     rep = _school_report(tmp_path / "b", school_table(cells, paper))
     assert not any("no measured NMSE" in ln for ln in rep.lines)
+
+
+def test_orderings_compare_the_last_level_with_the_first():
+    """[3, 1, 2]: not non-increasing, and the last (2) is below the first (3) though above the
+    second: partly."""
+    assert NS.ordering([3.0, 1.0, 2.0]) == PARTLY
+    assert NS.rel_error_in_k([3.0, 1.0, 2.0]) == PARTLY
+    assert R.faster_in_k([3.0, 1.0, 2.0]) == PARTLY
+    assert NS.ordering_with_bounds([3.0, 1.0, 2.0], [True, True, True]) == PARTLY
