@@ -147,7 +147,7 @@ def test_heterogeneity_figure_one_panel_per_problem(study, monkeypatch):
     method solid and the others dashed."""
     root, spec, paths, level = study
     figs = _captured(monkeypatch)
-    agg = H.heterogeneity(spec, root / "h.pdf", root / "h.csv", paths)
+    H.heterogeneity(spec, root / "h.pdf", root / "h.csv", paths)
     fig, _ = figs[0]
     axes = fig.axes
     assert [ax.get_title() for ax in axes] == ["CPESph, heterogeneous agents", "CFMSPD, heterogeneous agents"]
