@@ -68,3 +68,77 @@ def test_scafflsa_shortfall_counts_the_rounds_still_needed():
     assert "too slowly at this H" in partial.scafflsa_shortfall({**row, "scafflsa_rate": 0.999}, 100.0)
     assert "out of reach" in partial.scafflsa_shortfall({**row, "scafflsa_rate": 1.01}, 100.0)
     assert partial.scafflsa_shortfall({**row, "scafflsa_factor": 200.0}, 100.0) is None
+
+
+def test_avg_vs_ags_numbers_of_the_first_and_last_rounds():
+    """The construction of ``test_avg_vs_ags_locates_the_split_and_the_levels``: up to round 18
+    the ratio is 1 (rounds 0..17) and 4e-6 / 2^-18 at 18; over the last 20 rounds (10% of 201)
+    both are flat."""
+    ags, avg = _curve(1.0, 0.5, 4e-6, 200), _curve(1.0, 0.5, 6e-7, 200)
+    lines = partial.avg_vs_ags(10, avg, ags)
+    assert lines[0] == ("- K = 10: the curves stay within a factor 2 up to round 18 (ratio RFedAGS/RFedAvg "
+                        f"between 1.00 and {4e-6 / 2 ** -18:.2f}, while the excess risk falls from 1.00e+00 to "
+                        "4.00e-06); from round 19 on they part, and the ratio furthest from 1, 6.67, is at round 21.")
+    assert lines[1] == ("  Over the last 20 rounds (median of those rounds): RFedAGS 4.00e-06, RFedAvg 6.00e-07 "
+                        "(ratio 6.67); within those rounds each median curve varies by a factor 1 (RFedAGS) and "
+                        "1 (RFedAvg) from its lowest to its highest value, and their per-round ratio lies between "
+                        "6.67 and 6.67.")
+    assert len(lines) == 3
+
+
+def test_avg_vs_ags_curves_apart_from_round_0():
+    avg = pd.Series(np.full(50, 1e-3))
+    lines = partial.avg_vs_ags(2, avg, 3 * avg)
+    assert lines[0].startswith("- K = 2: the curves stay within a factor 2 up to round -1; from round 0 on")
+    assert "(ratio" not in lines[0]
+
+
+def test_avg_vs_ags_same_steady_level_parting_on_the_way():
+    """RFedAGS at 0.8^t, RFedAvg at 0.5^t, both floored at 1e-6: same steady level; they part in
+    the transient, the largest ratio where RFedAvg has just reached the floor."""
+    t = np.arange(201)
+    ags, avg = pd.Series(np.maximum(0.8 ** t, 1e-6)), pd.Series(np.maximum(0.5 ** t, 1e-6))
+    worst = int(np.argmax(np.abs(np.log(ags / avg))))
+    lines = partial.avg_vs_ags(4, avg, ags)
+    assert lines[-1] == (f"  The levels agree within a factor 2 and are steady: the curves part on the way "
+                         f"there (largest ratio at round {worst}).")
+    assert worst == 20
+    # RFedAGS alternating 1e-6, 2e-6 over the last rounds: a spread of exactly the factor 2 is
+    # still steady
+    wiggly = ags.copy()
+    wiggly[-20:] = np.where(np.arange(20) % 2, 2e-6, 1e-6)
+    assert partial.avg_vs_ags(4, avg, wiggly)[-1].startswith("  The levels agree within a factor 2 and are steady")
+    # a wider factor: never apart
+    assert partial.avg_vs_ags(4, avg, ags, factor=2e4) == []
+
+
+def test_avg_vs_ags_ignores_rounds_without_a_positive_finite_value():
+    """Rounds where a curve is 0, inf or NaN cannot be compared: left out; nothing left: no line."""
+    ags = pd.Series([1.0, 0.0, np.inf, 1.0, 1.0])
+    avg = pd.Series([1.0, 5.0, 5.0, np.nan, 1.0])
+    assert partial.avg_vs_ags(1, avg, ags) == []
+    assert partial.avg_vs_ags(1, pd.Series([0.0, np.inf]), pd.Series([1.0, 1.0])) == []
+
+
+def test_scafflsa_shortfall_ten_times_the_rounds_is_still_converging():
+    """1 x 0.5^n <= 2^-39.5 first at n = 40: with 4 rounds run, 40 = 10 x 4 more rounds is still
+    'converging'; with 3 rounds run, it is too slow."""
+    row = {"scafflsa_factor": 10.0, "scafflsa_rate": 0.5, "fedlsa_plateau": 100 * 2 ** -39.5,
+           "scafflsa_last": 1.0, "rounds": 4}
+    assert "about 40 more rounds (44 in all, against 4 run)" in partial.scafflsa_shortfall(row, 100.0)
+    assert "still converging" in partial.scafflsa_shortfall(row, 100.0)
+    assert "too slowly" in partial.scafflsa_shortfall({**row, "rounds": 3}, 100.0)
+    del row["scafflsa_rate"]                              # no rate measured: nothing to say
+    assert partial.scafflsa_shortfall(row, 100.0) is None
+    # a factor exactly at the rule's is no shortfall
+    assert partial.scafflsa_shortfall({**row, "scafflsa_rate": 0.5, "scafflsa_factor": 100.0}, 100.0) is None
+
+
+def test_avg_vs_ags_level_of_a_short_curve_is_the_median_of_its_last_three_rounds():
+    """21 rounds: 10% is 2, so the level is the median of the last 3 (not 4, not the rest)."""
+    avg = pd.Series(np.full(21, 1e-3))
+    ags = avg.copy()
+    ags.iloc[-4:] = [9e-3, 1e-3, 2e-3, 3e-3]
+    text = "\n".join(partial.avg_vs_ags(1, avg, ags))
+    assert "Over the last 3 rounds (median of those rounds): RFedAGS 2.00e-03, RFedAvg 1.00e-03 (ratio 2)" in text
+    assert np.isnan(partial._level(pd.Series([np.nan, np.nan])))

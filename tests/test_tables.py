@@ -135,6 +135,8 @@ def test_table2_a_split_without_a_measurement_is_not_left_out(school_runs, tmp_p
     tidy = tables.table2({"experiments": {"3": "school_r3"}, "paper": PAPER}, root / "t2.csv", paths)
     k1 = _cells(tidy).loc["RFedAGS-K=1"]
     assert np.isnan(k1["nmse_mean"]) and np.isnan(k1["difference"]) and k1["n_splits"] == 2
+    md = (root / "t2.md").read_text()
+    assert "| 3 | RFedAGS-K=1 | heldout | - | - | - | " in md         # no mean: no number shown
 
 
 def test_table2_sensitivity_groups_runs_by_r_and_step(tmp_path):
@@ -172,3 +174,161 @@ def test_table2_sensitivity_groups_runs_by_r_and_step(tmp_path):
     assert r.loc[(1e-6, "RFedAGS-K=1"), "round_mean"] == 6
     md = (tmp_path / "sens.md").read_text()
     assert "| 4 | 6e-06 | RFedAGS-K=1 | heldout | 0.610 | 5 | +0.010 | 0.438 | +0.001 | 1 |" in md
+
+
+# ---- what a reader of the written tables sees --------------------------------------------------
+def test_table1_every_parameter_in_its_named_column(tmp_path):
+    p = {"d": 8, "p": 3, "nu": 0.1, "D_W": 2.5, "S": 4, "N": 20}
+    spec = {"rows": [{"label": "CPESph", "dataset": {"params": p},
+                      "fixed": {"step": {"alpha": 1.0}, "batch_size": 8, "rounds": 10},
+                      "decaying": {"step": {"alpha0": 2.0, "beta": 5.0, "dec": 0.5}, "rounds": 30}}]}
+    df = tables.table1(spec, tmp_path / "t1.csv")
+    want = {"problem": "CPESph", **p, "alpha": 1.0, "alpha0": 2.0, "beta": 5.0, "dec": 0.5, "B": 8,
+            "rounds_fixed": 10, "rounds_decaying": 30}
+    assert list(df.columns) == list(want) and df.iloc[0].to_dict() == want
+    md = (tmp_path / "t1.md").read_text().splitlines()
+    assert md[0] == "| " + " | ".join(want) + " |"
+    assert md[2] == "| CPESph | 8 | 3 | 0.1 | 2.5 | 4 | 20 | 1 | 2 | 5 | 0.5 | 8 | 10 | 30 |"
+    tex = (tmp_path / "t1.tex").read_text()
+    assert r"\caption{Parameters of the synthetic problems and of RFedAGS (from the config).}" in tex
+    assert r"problem & d & p & nu & D\_W & S & N" in tex
+
+
+def test_latex_table_layout_and_escapes(tmp_path):
+    """The LaTeX tabular: one left-aligned column per column, rules around the header and at the
+    end, cells ``&``-separated and ended by ``\\``; _, % and ± escaped; a missing value is -."""
+    df = pd.DataFrame({"a_b": ["x%", "1 ± 2"], "c": [0.123456, np.nan]})
+    tables.write_latex(tmp_path / "t.tex", df, "cap_1 %")
+    assert (tmp_path / "t.tex").read_text() == "\n".join([
+        r"\begin{table}[t]", r"\centering", r"\caption{cap\_1 \%}", r"\begin{tabular}{ll}", r"\hline",
+        r"a\_b & c \\", r"\hline", r"x\% & 0.1235 \\", r"1 $\pm$ 2 & - \\", r"\hline",
+        r"\end{tabular}", r"\end{table}", ""])
+
+
+def test_best_nmse_refuses_a_table_without_the_protocol_column():
+    t = pd.DataFrame({"round": [0], "test_nmse": [0.5], "status": ["ok"]})
+    with pytest.raises(ValueError, match=r"a School run table has no column 'test_nmse_refit': it "
+                                         r"was written before that protocol was recorded; rerun"):
+        tables.best_nmse([t], "test_nmse_refit")
+
+
+def test_table2_a_split_without_a_measurement_has_no_mean_round(school_runs):
+    root, paths = school_runs
+    t = io.read_table(paths[0])
+    t["test_nmse"] = np.nan
+    io.write_table(paths[0], t)
+    tidy = tables.table2({"experiments": {"3": "school_r3"}, "paper": PAPER}, root / "t2.csv", paths)
+    k1 = _cells(tidy).loc["RFedAGS-K=1"]
+    assert np.isnan(k1["round_mean"]) and np.isnan(k1["round_std"])
+
+
+def test_table2_display_columns_order_and_chosen_protocols(school_runs):
+    """Protocols and normalisations from the spec, in the spec's order; the displayed table's
+    header, its '-' where the paper has no value, RFedAvg (K = 1) under the paper's name, and an
+    r whose experiment has no run left out."""
+    root, paths = school_runs
+    for seed, best in enumerate((0.49, 0.53)):
+        paths.append(write_run(root, "school_r3", np.linspace(1, 0.5, 21), name="rfedavg", K=1,
+                               seed=seed, extra=school_extra(best, 6)))
+    spec = {"experiments": {"3": "school_r3", "5": "school_r5"}, "paper": PAPER,
+            "protocols": ["refit_on_test", "heldout"], "normalisations": ["pooled"]}
+    out = root / "t2.csv"
+    tidy = tables.table2(spec, out, paths)
+    assert list(tidy["protocol"].unique()) == ["refit_on_test", "heldout"]
+    assert set(tidy["normalisation"]) == {"pooled"} and set(tidy["r"]) == {3}
+    avg = _cells(tidy).loc["RFedAvg"]
+    assert avg["nmse_mean"] == pytest.approx(0.51) and avg["paper_nmse"] == 0.509
+    assert avg["difference"] == pytest.approx(0.51 - 0.509)
+    md = out.with_suffix(".md").read_text().splitlines()
+    assert md[0] == ("| r | method | protocol | NMSE, pooled | round, pooled | - paper, pooled | paper "
+                     "| paper round | splits |")
+    body = md[2:]
+    assert [ln.split(" | ")[2] for ln in body] == ["refit_on_test"] * 4 + ["heldout"] * 4
+    assert "| 3 | RFedAGS-K=2 | heldout | 0.600 | 2 | - | - | - | 1 |" in body
+    assert "| 3 | RFedAvg | heldout | 0.510 ± 0.028 | 6 ± 0 | +0.001 | 0.509 | 100 | 2 |" in body
+    tex = out.with_suffix(".tex").read_text()
+    for fact in ("\\caption{Best test NMSE on the School data (mean $\\pm$ std over random 80/20 splits) and the "
+                 "round where it is reached, per evaluation protocol (heldout: w fitted on the training rows; ",
+                 "refit\\_on\\_test: w solved on the test rows, as in the authors' code) and normalisation",
+                 "(pooled: the paper's NMSE; task mean: mean of per-task MSEs over the pooled variance), "
+                 "beside the paper's Table 2.}"):
+        assert fact in tex
+    # both normalisations: the task-mean columns follow the pooled ones
+    tables.table2({**spec, "normalisations": ["pooled", "task_mean"]}, out, paths)
+    assert out.with_suffix(".md").read_text().splitlines()[0] == (
+        "| r | method | protocol | NMSE, pooled | round, pooled | - paper, pooled | NMSE, task mean "
+        "| round, task mean | - paper, task mean | paper | paper round | splits |")
+
+
+def test_table2_without_any_run_writes_the_columns(tmp_path):
+    tidy = tables.table2({"experiments": {"3": "school_r3"}, "paper": PAPER}, tmp_path / "t2.csv", [])
+    assert tidy.empty and list(tidy.columns) == [
+        "r", "method", "protocol", "normalisation", "column", "nmse_mean", "nmse_std", "round_mean",
+        "round_std", "n_splits", "paper_nmse", "paper_round", "difference"]
+
+
+def _sensitivity_run(root, exp, alpha, K, seed, best, name="rfedags", r=4):
+    from rfl.testing.run_files import write_run as write_files
+
+    path = root / "runs" / exp / f"{name}_K{K}_seed{seed}.csv"
+    write_files(path, {"round": np.arange(21), **school_extra(best, 4 + K)},
+                {"algorithm": {"name": name, "K": K, "batch_size": 18},
+                 "dataset": {"name": f"school_r{r}", "problem": "school", "params": {"r": r}},
+                 "step": {"rule": "fixed", "alpha": alpha}, "experiment": exp, "seed": seed})
+    return str(path)
+
+
+def _centralised_run(root, exp):
+    from rfl.testing.run_files import write_run as write_files
+
+    path = root / "runs" / exp / "rsd_seed0.csv"
+    write_files(path, {"round": np.arange(21), **school_extra(0.3, 4)},
+                {"algorithm": {"name": "rsd"}, "step": None, "experiment": exp,
+                 "dataset": {"name": "school_r4", "problem": "school", "params": {"r": 4}}})
+    return str(path)
+
+
+def test_sensitivity_without_a_K10_run_or_a_paper_value(tmp_path):
+    """Only K = 1 and RFedAvg (K = 1) at r = 6, where the paper has no value: no gap, '-' in the
+    displayed table, RFedAvg under the paper's name; the centralised run listed first is skipped,
+    not the end of the list; one protocol when the spec names one."""
+    paths = [_centralised_run(tmp_path, "s_a1"),
+             _sensitivity_run(tmp_path, "s_a1", 1e-6, 1, 0, 0.70, r=6),
+             _sensitivity_run(tmp_path, "s_a1", 1e-6, 1, 0, 0.66, name="rfedavg", r=6)]
+    t = tables.sensitivity({"paper": PAPER, "protocols": ["heldout"]}, tmp_path / "sens.csv", paths)
+    assert list(t["protocol"]) == ["heldout", "heldout"]
+    assert sorted(t["method"]) == ["RFedAGS-K=1", "RFedAvg"]
+    by = t.set_index("method")
+    assert by.loc["RFedAvg", "nmse_mean"] == pytest.approx(0.66) and by.loc["RFedAvg", "round_mean"] == 5
+    assert t["paper_nmse"].isna().all() and t["K1_minus_K10"].isna().all()
+    md = (tmp_path / "sens.md").read_text().splitlines()
+    assert md[0] == ("| r | alpha | method | protocol | best NMSE | round | K=1 - K=10 | paper "
+                     "| paper K=1 - K=10 | splits |")
+    assert "| 6 | 1e-06 | RFedAGS-K=1 | heldout | 0.700 | 5 | - | - | - | 1 |" in md
+    # paper values at r = 4: RFedAvg's is the paper's RFedAvg column
+    paths = [_centralised_run(tmp_path / "b", "s_a1"),
+             _sensitivity_run(tmp_path / "b", "s_a1", 1e-6, 1, 0, 0.70, name="rfedavg", r=3)]
+    t = tables.sensitivity({"paper": PAPER, "protocols": ["heldout"]}, tmp_path / "b.csv", paths)
+    assert t.loc[0, "method"] == "RFedAvg" and t.loc[0, "paper_nmse"] == 0.509
+
+
+def test_sensitivity_of_centralised_runs_only_is_empty(tmp_path):
+    t = tables.sensitivity({"paper": PAPER}, tmp_path / "sens.csv", [_centralised_run(tmp_path, "s_a1")])
+    assert t.empty and {"r", "alpha", "method", "nmse_mean", "K1_minus_K10"} <= set(t.columns)
+
+
+def test_table2_writes_the_sensitivity_study_beside_it(school_runs):
+    """With ``sensitivity`` (experiments), Table 2 writes table2_sensitivity.csv beside its CSV
+    from those experiments' runs only."""
+    root, paths = school_runs
+    sens = [_sensitivity_run(root, "s_a1", 1e-6, K, 0, best) for K, best in ((1, 0.70), (10, 0.60))]
+    sens.append(_sensitivity_run(root, "s_other", 2e-6, 1, 0, 0.9))
+    out = root / "tables" / "t2.csv"
+    out.parent.mkdir()
+    tables.table2({"experiments": {"3": "school_r3"}, "paper": PAPER, "sensitivity": ["s_a1"]},
+                  out, paths + sens)
+    t = io.read_table(root / "tables" / "table2_sensitivity.csv")
+    assert set(t["alpha"]) == {1e-6} and set(t["method"]) == {"RFedAGS-K=1", "RFedAGS-K=10"}
+    assert t.loc[t["protocol"] == "heldout", "K1_minus_K10"].to_numpy() == pytest.approx([0.1, 0.1])
+    tables.table2({"experiments": {"3": "school_r3"}, "paper": PAPER}, root / "u.csv", paths + sens)
+    assert not (root / "table2_sensitivity.csv").exists()

@@ -144,8 +144,9 @@ def lrmc_section(rep: Report, spec: dict) -> None:
             fit = linear_phase(curve)
             row = {"method": method_label(key), "contraction/round": fit["rate"], "R^2": fit["r2"],
                    "excess risk, last": _last(curve)}
+            # (an lrmc run table always has these columns: ``rfl.io.read_run_table`` checks them)
             for col in ("rel_error", "test_rmse", "test_rmse_refit"):
-                row[f"{col}, last"] = _last(median_curve(runs, col)) if col in runs[0] else np.nan
+                row[f"{col}, last"] = _last(median_curve(runs, col))
             rows.append(row)
         rep.table(pd.DataFrame(rows))
         full = _rfedags(groups)
@@ -159,7 +160,7 @@ def lrmc_section(rep: Report, spec: dict) -> None:
             notes += [n for n in (seed_note(K, runs), fit_note(K, fit)) if n]
             if fit["status"] != "insufficient":
                 rates.append(np.inf if fit["status"] == "diverged" else fit["rate"])
-            rel.append(_last(median_curve(runs, "rel_error")) if "rel_error" in runs[0] else np.nan)
+            rel.append(_last(median_curve(runs, "rel_error")))
         _notes(rep, notes)
         where = "LRMCGrass_Syn"
         rep.verdict(where, "linear convergence (every agent)", _verdict(ok, len(full), missing), LINEAR_RULE)
@@ -167,7 +168,7 @@ def lrmc_section(rep: Report, spec: dict) -> None:
                     "the fitted contraction factor is non-increasing in K (partly: only the largest "
                     "K beats the smallest; insufficient data with fewer than two K)")
         rep.verdict(where, "larger K, smaller relative error", rel_error_in_k(rel),
-                    f"the median relative error ||U W^T - M||_F / ||M||_F at the last round is "
+                    f"the median relative error ||U W^T - M|| / ||M|| (Frobenius norms) at the last round is "
                     f"non-increasing in K up to a factor {REL_TOL:g} (partly: only the largest K "
                     f"below the smallest)")
 
@@ -189,11 +190,10 @@ def _study_experiments(spec: dict) -> dict[str, list[tuple[tuple, str]]]:
     cfg = spec["config"]
     out: dict[str, list] = {}
     for e in _experiments(spec, "pca_stiefel"):
-        for prefix, (study, keys) in STUDIES.items():
+        for prefix, (study, keys) in STUDIES.items():       # (no name starts with two prefixes)
             if e.startswith(prefix):
                 params = cfg["datasets"][cfg["experiments"][e]["dataset"]]["params"]
                 out.setdefault(study, []).append((tuple(params[k] for k in keys), e))
-                break
     return {s: sorted(v) for s, v in out.items()}
 
 

@@ -78,9 +78,8 @@ def _mnist(rep: Report, spec: dict) -> None:
     by_rule = {}
     rows = []
     for e, exp in exps:
-        for key, runs in _groups(spec, e).items():
-            if key[0] != "rfedags":
-                continue
+        ags = {key: runs for key, runs in _groups(spec, e).items() if key[0] == "rfedags"}
+        for key, runs in ags.items():
             curve = median_curve(runs)
             by_rule.setdefault(exp["step"]["rule"], []).append((e, key, curve))
             rows.append({"experiment": e, "method": method_label(key), "step": exp["step"]["rule"],

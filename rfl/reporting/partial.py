@@ -16,7 +16,7 @@ TAIL = 0.1          # the level reached: median of the last 10% of rounds (as ``
 def _level(curve: pd.Series) -> float:
     c = curve.dropna()
     n = max(3, len(c) // 10)
-    return float(c.iloc[-n:].median()) if len(c) else np.nan
+    return float(c.iloc[-n:].median())           # (NaN for a curve without a value)
 
 
 def avg_vs_ags(K, avg: pd.Series, ags: pd.Series, factor: float = 2.0) -> list[str]:
@@ -36,7 +36,7 @@ def avg_vs_ags(K, avg: pd.Series, ags: pd.Series, factor: float = 2.0) -> list[s
     first = int(ratio.index[np.argmax(apart.values)])
     worst = int(np.abs(np.log(ratio)).idxmax())
     a_lvl, g_lvl = _level(avg), _level(ags)
-    together = ratio.loc[:first - 1] if first > ratio.index[0] else ratio.iloc[:0]
+    together = ratio.loc[:first - 1]             # (empty if they part at the first round)
     lines = [f"- K = {K}: the curves stay within a factor {factor:g} up to round {first - 1}"
              + (f" (ratio RFedAGS/RFedAvg between {together.min():.2f} and {together.max():.2f}, "
                 f"while the excess risk falls from {float(both['ags'].iloc[0]):.2e} to "

@@ -283,7 +283,7 @@ def figure1_section(rep: Report, spec: dict, row: dict) -> None:
                 if diverged_at(c) is not None:
                     notes.append(f"- K = {K}: {name} diverged at round {diverged_at(c)}.")
             rows.append({"K": str(K), "RFedAGS last": float(g.iloc[-1]), "RFedAvg last": float(a.iloc[-1]),
-                         "max |log ratio| over rounds": rel})
+                         "max abs(log ratio) over rounds": rel})   # (a "|" would split the cell)
         rep.table(pd.DataFrame(rows))
         for K in common:
             notes += partial.avg_vs_ags(K, median_curve(avg[K]), fixed_curves[K])

@@ -21,6 +21,14 @@ SCHOOL_GAP = 0.05       # "comparable": best RFedAGS NMSE within 5% (relative) o
 SCHOOL_AVG_TOL = 0.005  # "very close": RFedAvg and RFedAGS K = 1 mean NMSEs within 0.005
 TABLE2_TOL = 0.02       # a Table 2 cell agrees with the paper within 0.02 (absolute NMSE)
 
+#: the rules printed beside the verdicts, their thresholds filled in from the constants above
+RULE_COMPARABLE = ("the best RFedAGS NMSE is within {gap:.0%} (relative) of the best centralised NMSE, "
+                   "for every r (an r without a finite NMSE on both sides has insufficient data)")
+RULE_AVG = "the mean best NMSEs differ by at most {tol:g}, for every r"
+RULE_ORDERING = ("per method, the mean best NMSE moves in the same direction as the paper's between "
+                 "each pair of consecutive r; reproduced if for every method with a paper value at every r")
+RULE_NUMBERS = "every cell within {tol:g} (absolute NMSE) of the paper's value"
+
 #: what each protocol is, for the report (the run metadata holds the exact definitions)
 PROTOCOL_TEXT = {
     "heldout": "w_ij fitted on each task's training rows, scored on its test rows (a held-out "
@@ -126,8 +134,7 @@ def _protocol_claims(rep, table: pd.DataFrame, protocol: str, _rows_table, _verd
     rep.add(f"### Claim: RFedAGS is comparable to the centralised RSD, RCG and RLBFGS ({protocol})", "")
     _rows_table(rep, rows)
     rep.verdict("Fig. 3 / Table 2", "RFedAGS comparable to centralised" + tag, _verdict(ok, n, missing),
-                "the best RFedAGS NMSE is within 5% (relative) of the best centralised NMSE, for every r"
-                " (an r without a finite NMSE on both sides has insufficient data)")
+                RULE_COMPARABLE.format(gap=SCHOOL_GAP))
     ok, n, missing, rows = 0, 0, 0, []
     for r, sub in table.groupby("r"):
         a = sub[sub["method"] == "RFedAvg"]["nmse_mean"]
@@ -137,12 +144,12 @@ def _protocol_claims(rep, table: pd.DataFrame, protocol: str, _rows_table, _verd
             d = abs(float(a.iloc[0]) - float(g.iloc[0]))
             ok += d <= SCHOOL_AVG_TOL
             missing += bool(np.isnan(d))
-            rows.append({"r": str(r), "RFedAvg": float(a.iloc[0]), "RFedAGS-K=1": float(g.iloc[0]), "|difference|": d})
+            rows.append({"r": str(r), "RFedAvg": float(a.iloc[0]), "RFedAGS-K=1": float(g.iloc[0]), "abs(difference)": d})
     if n:
         rep.add(f"### Claim: RFedAvg performs very close to RFedAGS with K = 1 ({protocol})", "")
         rep.table(pd.DataFrame(rows))
         rep.verdict("Fig. 3 / Table 2", "RFedAvg ~ RFedAGS K=1" + tag, _verdict(ok, n, missing),
-                    "the mean best NMSEs differ by at most 0.005, for every r")
+                    RULE_AVG.format(tol=SCHOOL_AVG_TOL))
     _ordering_claim(rep, table, protocol, _verdict)
     _numbers_claim(rep, table, protocol, _verdict)
 
@@ -173,8 +180,7 @@ def _ordering_claim(rep, table: pd.DataFrame, protocol: str, _verdict) -> None:
     rep.add(f"### Claim: the NMSE changes with r as in the paper's Table 2 ({protocol})", "")
     rep.table(pd.DataFrame(rows))
     rep.verdict("Table 2", f"ordering over r [{protocol}]", _verdict(ok, n, missing),
-                "per method, the mean best NMSE moves in the same direction as the paper's between "
-                "each pair of consecutive r; reproduced if for every method with a paper value at every r")
+                RULE_ORDERING)
 
 
 def _numbers_claim(rep, table: pd.DataFrame, label: str, _verdict) -> None:
@@ -196,7 +202,7 @@ def _numbers_claim(rep, table: pd.DataFrame, label: str, _verdict) -> None:
                 "(insufficient data for them).", "")
     rep.verdict("Table 2", f"published NMSE values [{label}]",
                 _verdict(int(within), len(known), int(diff.isna().sum())),
-                f"every cell within {TABLE2_TOL} (absolute NMSE) of the paper's value")
+                RULE_NUMBERS.format(tol=TABLE2_TOL))
 
 
 def sensitivity_section(rep, spec: dict) -> None:

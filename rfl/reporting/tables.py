@@ -97,21 +97,19 @@ def best_nmse(tables, column: str = "test_nmse") -> pd.DataFrame:
                              f"that protocol was recorded; rerun its experiment")
         ok = t[(t["status"] == "ok") & t[column].notna()]
         if ok.empty:
-            rows.append({"nmse": np.nan, "round": np.nan})
+            rows.append((np.nan, np.nan))
             continue
         i = ok[column].idxmin()
-        rows.append({"nmse": ok.loc[i, column], "round": int(ok.loc[i, "round"])})
+        rows.append((ok.loc[i, column], int(ok.loc[i, "round"])))
     return pd.DataFrame(rows, columns=["nmse", "round"])
 
 
 def _stats(best: pd.DataFrame) -> dict:
-    """mean and std (ddof 1) over splits of the best NMSE and its round; a split without a
-    measurement makes the mean NaN rather than being left out."""
-    n = len(best)
-    return {"nmse_mean": best["nmse"].mean(skipna=False),
-            "nmse_std": best["nmse"].std(ddof=1) if n > 1 else np.nan,
-            "round_mean": best["round"].mean(skipna=False),
-            "round_std": best["round"].std(ddof=1) if n > 1 else np.nan, "n_splits": n}
+    """mean and std (ddof 1: NaN for one split) over splits of the best NMSE and its round; a
+    split without a measurement makes the mean NaN rather than being left out."""
+    return {"nmse_mean": best["nmse"].mean(skipna=False), "nmse_std": best["nmse"].std(ddof=1),
+            "round_mean": best["round"].mean(skipna=False), "round_std": best["round"].std(ddof=1),
+            "n_splits": len(best)}
 
 
 def _pm(m, s, digits=3) -> str:
@@ -220,7 +218,7 @@ def sensitivity(spec: dict, out_csv, tables) -> pd.DataFrame:
                          "K1_minus_K10": by.loc["RFedAGS-K=1", "nmse_mean"] - by.loc["RFedAGS-K=10", "nmse_mean"],
                          "paper_K1_minus_K10": by.loc["RFedAGS-K=1", "paper_nmse"] - by.loc["RFedAGS-K=10", "paper_nmse"]})
     gaps = pd.DataFrame(gaps, columns=["r", "alpha", "protocol", "K1_minus_K10", "paper_K1_minus_K10"])
-    tidy = tidy.merge(gaps, on=["r", "alpha", "protocol"], how="left")
+    tidy = tidy.merge(gaps, how="left")          # on the columns both share: r, alpha, protocol
     display = pd.DataFrame({
         "r": tidy["r"], "alpha": [f"{a:.2g}" for a in tidy["alpha"]], "method": tidy["method"],
         "protocol": tidy["protocol"],
