@@ -117,7 +117,9 @@ def frechet_mean_fixed_point(Z_all: np.ndarray, tol: float = 1e-12, max_iter: in
 
 
 class CFMSPD(SampleArrayProblem):
-    """Z: (S, N, d, d) agents' SPD samples."""
+    """Z: (S, N, d, d) agents' SPD samples. The paper does not specify x_1: ``initial_point``
+    is the default SPD.random_point, expm(sym(G)/2) with G standard normal (affine-invariant
+    distance to I of order 1 for small d)."""
 
     name = "cfmspd"
     manifold_class = SPD
@@ -205,8 +207,3 @@ class CFMSPD(SampleArrayProblem):
     def distance_to_optimum(self, x, x_star):
         """Affine-invariant distance ||logm(X*^{-1/2} X X*^{-1/2})||_F (the minimiser is unique)."""
         return float(self.manifold.dist(x_star[None], x[None])[0])
-
-    def initial_point(self, rng):
-        """The paper does not specify x_1; we use SPD.random_point, expm(sym(G)/2) with G
-        standard normal (affine-invariant distance to I of order 1 for small d)."""
-        return self.manifold.random_point(rng, 1)[0]
