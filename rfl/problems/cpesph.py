@@ -82,7 +82,7 @@ class CPESph(SampleArrayProblem):
     def closed_form_optimum(self):
         w, v = np.linalg.eigh(self.C)
         x = v[:, -1]
-        return x * np.sign(x[np.argmax(np.abs(x))])
+        return np.sign(x[np.argmax(np.abs(x))]) * x
 
     def distance_to_optimum(self, x, x_star):
         """Geodesic distance to the minimiser set {x*, -x*}: arccos|x^T x*|."""

@@ -239,7 +239,7 @@ class FederatedLSA(Problem):
 
     def local_cost(self, x, agents):
         """||x_c - theta*_c||^2, agent c's squared error to its own TD fixed point: ``(s,)``."""
-        return ((x - self.theta_star_local[agents]) ** 2).sum(axis=-1)
+        return ((x - self.theta_star_local[agents]) ** 2).sum(axis=1)
 
     def pool_moments(self) -> tuple[np.ndarray, np.ndarray]:
         """Empirical means of A(Z), b(Z) over each agent's pool: ``(N, d, d)``, ``(N, d)``."""

@@ -418,7 +418,7 @@ class MultitaskFeatures(Problem):
 
     def task_coefficients(self, x, agents, tasks=None):
         """w_ij(U) fitted on the training data: x (s, m, r), agents (s,), tasks (s, B) -> (s, B, r)."""
-        x = np.asarray(x, dtype=float)
+        x = np.asarray(x)
         agents = np.asarray(agents)
         tasks = None if tasks is None else np.asarray(tasks)
         return self._task_pass(x, agents, tasks)["w"]
@@ -499,12 +499,12 @@ class MultitaskFeatures(Problem):
         X_test: (S, N, D_test, m) padded test features (default: the stored
         School test set); padded rows predict 0.
         """
-        X_test = self.X_test if X_test is None else np.asarray(X_test, dtype=float)
+        X_test = self.X_test if X_test is None else np.asarray(X_test)
         if X_test is None:
             raise ValueError("no test data: pass X_test or build the problem with from_school")
         if X_test.shape[:2] != self.X.shape[:2] or X_test.shape[3] != self.m:
             raise ValueError(f"X_test {X_test.shape} does not match the tasks {self.X.shape}")
-        return np.einsum("sndr,snr->snd", X_test @ np.asarray(x, dtype=float), self.coefficients(x))
+        return np.einsum("sndr,snr->snd", X_test @ np.asarray(x), self.coefficients(x))
 
     def _test_arrays(self, X_test, y_test, n_test):
         if X_test is None and y_test is None and n_test is None and self.X_test is not None:
@@ -530,7 +530,7 @@ class MultitaskFeatures(Problem):
         """
         check_nmse_option("protocol", protocol, NMSE_PROTOCOLS)
         X_test, y_test, n_test = self._test_arrays(X_test, y_test, n_test)
-        XU = X_test @ np.asarray(x, dtype=float)                               # (S, N, D, r)
+        XU = X_test @ np.asarray(x)                                            # (S, N, D, r)
         return self._residuals(x, XU, y_test, protocol)
 
     def _residuals(self, x, XU, y_test, protocol):
@@ -579,7 +579,7 @@ class MultitaskFeatures(Problem):
             has = n_test > 0
             self._test_var = (var, has, float(n_test.sum()))
         var, has, rows = self._test_var
-        XU = self.X_test @ np.asarray(x, dtype=float)                          # shared: (S, N, D, r)
+        XU = self.X_test @ np.asarray(x)                                       # shared: (S, N, D, r)
         out = {}
         for protocol in NMSE_PROTOCOLS:
             res = self._residuals(x, XU, self.y_test, protocol)
