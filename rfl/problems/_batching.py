@@ -232,5 +232,5 @@ def is_full_batch(batch, n: int) -> bool:
     idx = np.asarray(batch)
     if idx.ndim != 2 or idx.shape[1] != n:
         return False
-    return bool(np.array_equal(np.sort(idx % n if idx.size and idx.min() < 0 else idx, axis=1),
+    return bool(np.array_equal(np.sort(idx % n if idx.size and idx.min() < 0 else idx),
                                np.broadcast_to(np.arange(n), idx.shape)))

@@ -441,23 +441,23 @@ class MultitaskFeatures(Problem):
     def minibatch_egrad(self, x, agents, batch):
         """(1/B) sum_{j in batch_i} (G_ij U_i w - c_ij) w^T, w = w_ij(U_i): x (s, m, r),
         agents (s,), batch (s, B) task indices -> (s, m, r)."""
-        return self._egrad(np.asarray(x, dtype=float), np.asarray(agents), np.asarray(batch))
+        return self._egrad(np.asarray(x), np.asarray(agents), np.asarray(batch))
 
     def minibatch_cost(self, x, agents, batch):
         """(1/B) sum_{j in batch_i} h_ij(U_i): ``(s,)`` (the function ``minibatch_egrad`` differentiates)."""
-        return self._task_values(np.asarray(x, dtype=float), np.asarray(agents),
+        return self._task_values(np.asarray(x), np.asarray(agents),
                                  np.asarray(batch))[0].mean(axis=1)
 
     def local_egrad(self, x, agents):
-        return self._egrad(np.asarray(x, dtype=float), np.asarray(agents), None)
+        return self._egrad(np.asarray(x), np.asarray(agents), None)
 
     def local_cost(self, x, agents):
-        return self._task_values(np.asarray(x, dtype=float), np.asarray(agents), None)[0].mean(axis=1)
+        return self._task_values(np.asarray(x), np.asarray(agents), None)[0].mean(axis=1)
 
     # ---- global (one point U: (m, r)) -------------------------------------
     def _everyone(self, x):
         S = self.n_agents
-        return np.broadcast_to(np.asarray(x, dtype=float), (S, self.m, self.r)), np.arange(S)
+        return np.broadcast_to(np.asarray(x), (S, self.m, self.r)), np.arange(S)
 
     def _global(self, x) -> dict:
         """One pass over all data at one point U: per-agent means of h and of the data fit,
@@ -511,8 +511,8 @@ class MultitaskFeatures(Problem):
             return self.X_test, self.y_test, self.n_test        # checked by from_school
         if X_test is None or y_test is None or n_test is None:
             raise ValueError("need X_test, y_test and n_test (or a problem built by from_school)")
-        X_test = np.asarray(X_test, dtype=float)
-        y_test = np.asarray(y_test, dtype=float)
+        X_test = np.asarray(X_test)
+        y_test = np.asarray(y_test)
         n_test = np.asarray(n_test, dtype=np.int64)
         _check_padded(X_test, y_test, n_test, "test data")
         if X_test.shape[:2] != self.X.shape[:2] or X_test.shape[3] != self.m:

@@ -41,7 +41,7 @@ TESTS = {
                  "test_kpca.py", "test_multitask.py", "test_lsa.py", "test_lsa_stationary.py", "test_school.py",
                  "test_batching.py", "test_hsp.py", "test_lrmc.py", "test_pca_sphere.py", "test_pca_stiefel.py",
                  "test_full_batch_products.py", "test_problem_params.py",
-                 "test_problem_inputs.py", "test_problem_math.py"],
+                 "test_problem_inputs.py"],
     "reporting": ["test_verdicts.py", "test_tables.py", "test_lsa_workflow.py", "test_workflow.py",
                   "test_newer_synthetic_verdicts.py", "test_newer_version_report.py",
                   "test_partial_explanations.py", "test_participation_report.py"],
