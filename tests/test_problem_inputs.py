@@ -601,3 +601,104 @@ def test_test_data_given_explicitly_are_checked_as_test_data():
     res = p.test_residuals(U, X_test=X, y_test=y, n_test=n)
     np.testing.assert_array_equal(res, p.test_residuals(U, "heldout", X, y, n))
     np.testing.assert_allclose(res, p.predict(U, X) - y, atol=1e-14)
+
+
+# ---- gathering mini-batches in chunks ----------------------------------------------------------
+def _chunks(Z, agents, batch, chunk_bytes):
+    """(i, j, rows, a copy of rows) of every chunk: rows may be a reused buffer."""
+    from rfl.problems._batching import batch_chunks
+
+    return [(i, j, rows, rows.copy()) for i, j, rows in batch_chunks(Z, agents, batch, chunk_bytes=chunk_bytes)]
+
+
+def test_batch_chunks_bound_the_agents_per_chunk_and_reuse_one_buffer():
+    S, N = 5, 6
+    Z = np.arange(S * N * 2, dtype=np.float32).reshape(S, N, 2)        # 8 bytes per sample
+    agents = np.array([4, 0, 2, 1, 3])
+    batch = np.array([[0, 5], [1, 1], [2, 3], [5, 0], [4, 4]])           # B = 2: 16 bytes per agent
+    for sel, per_agent in ((batch, 16), (None, N * 8)):
+        got = _chunks(Z, agents, sel, 2 * per_agent + per_agent // 2)   # room for 2 agents
+        assert [(i, j) for i, j, _, _ in got] == [(0, 2), (2, 4), (4, 5)]
+        for i, j, rows, copy in got:
+            want = Z[agents[i:j]] if sel is None else Z[agents[i:j, None], batch[i:j]]
+            np.testing.assert_array_equal(copy, want)
+            assert rows.dtype == np.float32 and not np.shares_memory(rows, Z)
+        assert np.shares_memory(got[0][2], got[1][2])                    # one buffer for all chunks
+        one = _chunks(Z, agents, sel, None)                              # the default: one chunk
+        assert [(i, j) for i, j, _, _ in one] == [(0, 5)]
+    assert _chunks(Z, agents, batch, 1)[-1][:2] == (4, 5)                 # at least one agent each
+
+
+def test_batch_chunks_of_consecutive_agents_are_views():
+    S, N = 5, 6
+    Z = np.arange(S * N * 2, dtype=float).reshape(S, N, 2)
+    for agents, chunk in ((np.arange(S), None), (np.arange(3), None), (np.arange(1, 5), 2 * N * 16)):
+        for i, j, rows, copy in _chunks(Z, agents, None, chunk):
+            assert np.shares_memory(rows, Z)
+            np.testing.assert_array_equal(copy, Z[agents[i:j]])
+    for chunk in (None, N * 16):
+        with pytest.raises(IndexError):                                  # consecutive, S out of range
+            _chunks(Z, np.array([S - 1, S]), None, chunk)
+        (i, j, rows, copy), = _chunks(Z, np.array([-1, 0]), None, None)   # numpy's rule: -1 is S - 1
+        np.testing.assert_array_equal(copy, Z[[S - 1, 0]])
+
+
+def test_chunk_agents_counts_whole_agents():
+    assert chunk_agents(100, 50, 1050) == 10 and isinstance(chunk_agents(100, 50, 1050), int)
+    assert chunk_agents(1, 50, 10) == 10                                 # a 1-byte agent
+    assert chunk_agents(3, 50, 10) == 3
+
+
+# ---- CPESph's full-batch product -------------------------------------------------------------
+@pytest.mark.parametrize("N, n, precomputed", [(3, 6, True), (3, 7, False), (2, 6, False), (5, 6, True)])
+def test_cpesph_full_batch_uses_the_local_covariance_exactly_when_N_is_at_least_n_over_2(
+        N, n, precomputed, monkeypatch):
+    """2 n^2 flops with C_i against 4 N n with the samples: C_i when 2 N >= n."""
+    from rfl.problems import cpesph
+
+    p = CPESph(np.random.default_rng(26).standard_normal((2, N, n)))
+    x = np.random.default_rng(27).standard_normal((2, n))
+    want = p.local_egrad(x, np.arange(2))
+    calls = []
+    real = cpesph.gram_apply
+    monkeypatch.setattr(cpesph, "gram_apply", lambda *a: calls.append(1) or real(*a))
+    full = np.broadcast_to(np.arange(N), (2, N)).copy()
+    np.testing.assert_allclose(p.minibatch_egrad(x, np.arange(2), full), want, rtol=1e-12, atol=1e-14)
+    assert (calls == []) == precomputed
+    calls.clear()
+    p.minibatch_egrad(x, np.arange(2), full[:, :1])                     # not a full batch
+    assert calls == [1]
+
+
+# ---- HSP pieces --------------------------------------------------------------------------------
+def test_d_over_sinh_near_zero_and_away_from_it():
+    from rfl.problems.hsp import _d_over_sinh
+
+    d = np.array([0.0, 1e-7, 1e-3, 1.0, 3.0])
+    got = _d_over_sinh(np.cosh(d))
+    want = np.array([1.0, 1.0] + [t / np.sinh(t) for t in d[2:]])
+    np.testing.assert_allclose(got, want, rtol=1e-9)
+    assert _d_over_sinh(np.array([1.0 - 1e-12]))[0] == 1.0              # rounding below 1: d = 0
+
+
+# ---- CFMSPD --------------------------------------------------------------------------------
+def test_karcher_mean_in_double_precision_and_its_error_without_iterations():
+    Z = CFMSPD.generate(np.random.default_rng(28), d=2, S=2, N=3, D_W=1.0)["Z"]
+    np.testing.assert_allclose(frechet_mean_fixed_point(Z.astype(np.float32)),
+                               frechet_mean_fixed_point(Z.astype(np.float32).astype(float)), rtol=1e-12)
+    with pytest.raises(RuntimeError, match=r"in 0 iterations \(last \|\|mean Log\|\|=inf\)"):
+        frechet_mean_fixed_point(Z, max_iter=0)
+    assert CFMSPD(Z).d == 2
+
+
+def test_school_test_split_is_checked_as_test_data():
+    split = _split_with_an_untested_task(30)
+    split["y_test"] = split["y_test"].copy()
+    split["y_test"][1, 2, 0] = 1.0                      # a padded row of the untested task
+    with pytest.raises(ValueError, match=r"^test data: padded rows"):
+        SchoolMultitask.from_arrays(split, {"r": 2})
+    with pytest.raises(ValueError, match=r"^a School problem needs the subspace dimension r \(params\['r'\], "
+                                         r"keyword r= or a 0-d array 'r'\)$"):
+        SchoolMultitask.from_arrays(_split_with_an_untested_task(30), {"lam": 0.1})
+    with pytest.raises(KeyError, match=r"multitask dataset parameters need S and N \(or n_agents and tasks_per_agent\)"):
+        MultitaskFeatures.local_sizes_from({"S": 2})

@@ -119,7 +119,7 @@ def chunk_agents(per_agent_bytes: int, s: int, chunk_bytes: int | None = None) -
     """Agents per chunk: about ``chunk_bytes`` (default ``CHUNK_BYTES``) of their samples, at
     least one, at most s."""
     chunk_bytes = CHUNK_BYTES if chunk_bytes is None else chunk_bytes
-    return int(max(1, min(s, chunk_bytes // max(1, per_agent_bytes))))
+    return max(1, min(s, chunk_bytes // max(1, per_agent_bytes)))
 
 
 def batch_chunks(data: np.ndarray, agents: np.ndarray, batch: np.ndarray | None,

@@ -266,8 +266,8 @@ class MultitaskFeatures(Problem):
     def from_school(cls, split, r: int, lam: float = SCHOOL_LAMBDA, **geometry):
         """Training tasks of a ``split_school`` dict; the test arrays are kept for ``test_nmse``."""
         p = cls(split["X_train"], split["y_train"], split["n_train"], r, lam, **geometry)
-        X_test = np.asarray(split["X_test"], dtype=float)
-        y_test = np.asarray(split["y_test"], dtype=float)
+        X_test = np.asarray(split["X_test"])
+        y_test = np.asarray(split["y_test"])
         n_test = np.asarray(split["n_test"], dtype=np.int64)
         _check_padded(X_test, y_test, n_test, "test data")
         if X_test.shape[:2] != p.X.shape[:2] or X_test.shape[3] != p.X.shape[3]:
