@@ -702,3 +702,17 @@ def test_school_test_split_is_checked_as_test_data():
         SchoolMultitask.from_arrays(_split_with_an_untested_task(30), {"lam": 0.1})
     with pytest.raises(KeyError, match=r"multitask dataset parameters need S and N \(or n_agents and tasks_per_agent\)"):
         MultitaskFeatures.local_sizes_from({"S": 2})
+
+
+def test_hsp_starts_from_the_training_node_of_largest_weight():
+    from rfl.manifolds import Lorentz
+    from rfl.problems.hsp import HSP
+
+    Y = Lorentz(2).random_point(np.random.default_rng(31), 6).reshape(2, 3, 3)
+    alpha = np.array([[0.1, -0.3, 0.2], [0.05, 0.9, -2.0]])          # largest (not |.|): agent 1, node 1
+    p = HSP(Y, alpha, Y[0, 0])
+    (cand,) = p.reference_candidates()
+    np.testing.assert_array_equal(cand, Y[1, 1])
+    cand[:] = 0
+    np.testing.assert_array_equal(p.reference_candidates()[0], Y[1, 1])
+    assert p.extra_metrics(Y[0, 0]) == {"dist_true": 0.0}
