@@ -716,3 +716,50 @@ def test_hsp_starts_from_the_training_node_of_largest_weight():
     cand[:] = 0
     np.testing.assert_array_equal(p.reference_candidates()[0], Y[1, 1])
     assert p.extra_metrics(Y[0, 0]) == {"dist_true": 0.0}
+
+
+def test_school_mirror_unset_or_holding_the_file(monkeypatch):
+    from rfl.data import school
+
+    monkeypatch.delenv(school.MIRROR_ENV, raising=False)
+    with pytest.raises(FileNotFoundError, match="got nothing$"):
+        SchoolMultitask.find_raw_inputs()
+    mirror = "/work/shared/datasets/school"
+    try:
+        found = school._find_in_mirror(__import__("pathlib").Path(mirror))
+    except Exception:
+        found = None
+    if found is None:
+        pytest.skip("no School mirror on this machine")
+    monkeypatch.setenv(school.MIRROR_ENV, f" {mirror} ")
+    assert SchoolMultitask.find_raw_inputs() == [found]
+
+
+def test_lsa_parameter_defaults_and_the_exact_oracle_message():
+    base = {"setting": "homogeneous", "n_agents": 1}
+    assert "branching" not in FederatedLSA.check_params({**base, "branching": 30})      # n_states = 30
+    assert "branching" in dict(FederatedLSA.check_params({**base, "branching": 31}))
+    assert FederatedLSA.check_params({**base, "n_states": 2, "n_features": 1}) == []    # branching = 2
+    msg = dict(FederatedLSA.check_params({**base, "oracle": "exact", "pool": 5}))["pool"]
+    assert msg == "the exact oracle (A_bar_c, b_bar_c) draws no transitions; allowed: pool only with oracle 'pool'"
+
+
+def test_kpca_keeps_double_precision_labels_and_geometry():
+    Z = np.random.default_rng(32).standard_normal((2, 6, 4))
+    p32, p64 = KPCA(Z.astype(np.float32), 2), KPCA(Z.astype(np.float32).astype(float), 2)
+    np.testing.assert_allclose(p32.A_local, p64.A_local, rtol=1e-14)
+    np.testing.assert_array_equal(p32.A_local, p32.A_local.swapaxes(1, 2))      # exactly symmetric
+    assert p32.labels is None
+    np.testing.assert_array_equal(KPCA(Z, 2, labels=[1, 2]).labels, [1, 2])
+    q = KPCA(Z, 2, retraction="qr", transport="parallelization")
+    assert q.manifold.retraction_name == "qr" and q.manifold.transport_name == "parallelization"
+    with pytest.raises(KeyError, match=r"^\"KPCA needs r: neither the dataset params nor the arrays carry 'r'\"$"):
+        KPCA.from_arrays({"Z": Z})
+    with pytest.raises(KeyError, match=r"^\"MBCFSti needs p: neither the dataset params nor the arrays carry 'p'\"$"):
+        MBCFSti.from_arrays({"A": np.zeros((1, 1, 2, 2))})
+
+
+def test_multitask_from_arrays_messages():
+    a, _ = _tasks(33)
+    with pytest.raises(ValueError, match=r"^need r \(params\['r'\], keyword, array 'r', or U_star to read it from\)$"):
+        MultitaskFeatures.from_arrays({"X": a["X"], "y": a["y"], "d": a["d"]})
