@@ -763,3 +763,60 @@ def test_multitask_from_arrays_messages():
     a, _ = _tasks(33)
     with pytest.raises(ValueError, match=r"^need r \(params\['r'\], keyword, array 'r', or U_star to read it from\)$"):
         MultitaskFeatures.from_arrays({"X": a["X"], "y": a["y"], "d": a["d"]})
+
+
+# ---- multitask: chunked passes, precision, construction ----------------------------------------
+@pytest.mark.parametrize("gradient", ["gram", "rows"])
+def test_multitask_passes_in_chunks_of_one_agent_equal_one_pass(gradient, monkeypatch):
+    a = multitask_data.generate(np.random.default_rng(34), S=4, N=3, m=5, r=2, d_min=2, d_max=6, noise=0.1)
+    one = MultitaskFeatures(a["X"], a["y"], a["d"], 2, lam=0.1, gradient=gradient)
+    many = MultitaskFeatures(a["X"], a["y"], a["d"], 2, lam=0.1, gradient=gradient)
+    many.CHUNK_BYTES = 1                                     # one agent per chunk
+    assert many._chunk_agents(3) == 1 and isinstance(many._chunk_agents(3), int)
+    U = one.manifold.random_point(np.random.default_rng(35), 5)
+    for agents in (np.arange(4), np.array([3, 1, 1, 0, 2]), np.array([1, 2])):
+        xs = U[:len(agents)]
+        tasks = np.random.default_rng(36).integers(0, 3, size=(len(agents), 2))
+        for t in (None, tasks):
+            want = one._task_pass(xs, agents, t, grad=True, values=True)
+            got = many._task_pass(xs, agents, t, grad=True, values=True)
+            for k in ("w", "grad", "h", "fit"):
+                np.testing.assert_allclose(got[k], want[k], rtol=1e-12, atol=1e-14, err_msg=k)
+        np.testing.assert_allclose(many.local_egrad(xs, agents), one.local_egrad(xs, agents), rtol=1e-12, atol=1e-14)
+    assert set(one._task_pass(U[:1], np.array([0]))) == {"w"}               # no gradient, no values unasked
+
+
+def test_padding_is_checked_for_every_agent_in_small_steps(monkeypatch):
+    from rfl.problems import multitask
+
+    a = multitask_data.generate(np.random.default_rng(37), S=3, N=2, m=3, r=1, d_min=1, d_max=3, noise=0.1)
+    a["d"][2, 1] = 1
+    a["X"][2, 1, 2] = 0.5                                    # the last agent's padded row
+    monkeypatch.setattr(multitask, "CHUNK_BYTES", 1)         # one agent per check
+    with pytest.raises(ValueError, match="^training data: padded rows"):
+        MultitaskFeatures(a["X"], a["y"], a["d"], 1)
+
+
+def test_multitask_construction_defaults_and_precision():
+    a = multitask_data.generate(np.random.default_rng(38), S=2, N=2, m=4, r=2, d_min=2, d_max=4, noise=0.1)
+    p = MultitaskFeatures(a["X"], a["y"], a["d"], 2)             # lam = 0; the smallest task has r rows
+    assert p.lam == 0.0 and a["d"].min() == 2
+    assert MultitaskFeatures(a["X"][..., :4, :], a["y"], a["d"], 2).gradient == "gram"   # D = m: gram
+    assert MultitaskFeatures(a["X"][..., :3], a["y"], a["d"], 2).gradient == "gram"
+    p32 = MultitaskFeatures(a["X"].astype(np.float32), a["y"].astype(np.float32), a["d"], 2, gradient="gram")
+    p64 = MultitaskFeatures(a["X"].astype(np.float32).astype(float), a["y"].astype(np.float32).astype(float),
+                            a["d"], 2, gradient="gram")
+    np.testing.assert_allclose(p32.G, p64.G, rtol=1e-14)
+    np.testing.assert_allclose(p32.c, p64.c, rtol=1e-14)
+
+
+def test_hsp_weights_in_double_precision():
+    from rfl.manifolds import Lorentz
+    from rfl.problems.hsp import HSP
+
+    Y = Lorentz(2).random_point(np.random.default_rng(39), 6).reshape(2, 3, 3)
+    alpha = np.random.default_rng(40).random((2, 3)).astype(np.float32)
+    p32, p64 = HSP(Y, alpha, Y[0, 0]), HSP(Y, alpha.astype(float), Y[0, 0])
+    x = Lorentz(2).random_point(np.random.default_rng(41), 1)[0]
+    assert p32.cost(x) == pytest.approx(p64.cost(x), rel=1e-14)
+    np.testing.assert_allclose(p32.egrad(x), p64.egrad(x), rtol=1e-14)
