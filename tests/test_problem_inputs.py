@@ -820,3 +820,49 @@ def test_hsp_weights_in_double_precision():
     x = Lorentz(2).random_point(np.random.default_rng(41), 1)[0]
     assert p32.cost(x) == pytest.approx(p64.cost(x), rel=1e-14)
     np.testing.assert_allclose(p32.egrad(x), p64.egrad(x), rtol=1e-14)
+
+
+# ---- geometry, metrics and finders of every problem --------------------------------------------
+def test_every_transport_reaches_the_problems_manifold():
+    from rfl.registry import PROBLEMS
+
+    for _, cls in PROBLEMS.items():
+        try:
+            inputs = cls.find_raw_inputs()
+        except FileNotFoundError:
+            continue
+        params = dict(cls.test_params)
+        arrays = cls.generate(np.random.default_rng(0), *inputs, **params)
+        for transport in cls.manifold_class.TRANSPORTS:
+            p = cls.from_arrays(arrays, dict(params), transport=transport)
+            assert p.manifold.transport_name == transport, (cls.name, transport)
+
+
+def test_missing_raw_files_are_named(monkeypatch, tmp_path):
+    from rfl.data import sources
+    from rfl.problems.hsp import HSP
+
+    monkeypatch.setenv(sources.MIRROR_ENV, str(tmp_path))
+    with pytest.raises(FileNotFoundError, match=f"^the WordNet files: set {sources.MIRROR_ENV}"):
+        HSP.find_raw_inputs()
+    with pytest.raises(FileNotFoundError, match=f"^the MNIST files: set {sources.MIRROR_ENV}"):
+        PCASphere.find_raw_inputs()
+
+
+def test_lrmc_metrics_are_the_three_protocols_and_sizes_are_integers():
+    a, p = _lrmc(seed=42)
+    problem = LRMC.from_arrays(a, p)
+    U = problem.manifold.random_point(np.random.default_rng(43), 1)[0]
+    m = problem.extra_metrics(U)
+    assert m == {"rel_error": problem.rel_error(U), "test_rmse": problem.test_rmse(U),
+                 "test_rmse_refit": problem.test_rmse(U, refit=True)}
+    assert m["test_rmse_refit"] < m["test_rmse"]               # refitted on the scored entries
+    sizes = LRMC.local_sizes_from({"n": 12, "S": 3})
+    assert sizes == [4, 4, 4] and all(type(k) is int for k in sizes)
+
+
+def test_minibatch_as_array_keeps_or_casts_its_dtype():
+    idx = np.array([[3, 0], [1, 2]], dtype=np.int64)
+    mb = MiniBatch(4, indices=idx)
+    assert np.asarray(mb).dtype == np.int64
+    assert np.asarray(mb, dtype=np.int32).dtype == np.int32
