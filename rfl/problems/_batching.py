@@ -119,7 +119,7 @@ def chunk_agents(per_agent_bytes: int, s: int, chunk_bytes: int | None = None) -
     """Agents per chunk: about ``chunk_bytes`` (default ``CHUNK_BYTES``) of their samples, at
     least one, at most s."""
     chunk_bytes = CHUNK_BYTES if chunk_bytes is None else chunk_bytes
-    return int(max(1, min(s, chunk_bytes // max(1, per_agent_bytes))))
+    return max(1, min(s, chunk_bytes // max(1, per_agent_bytes)))
 
 
 def batch_chunks(data: np.ndarray, agents: np.ndarray, batch: np.ndarray | None,
@@ -243,5 +243,5 @@ def is_full_batch(batch, n: int) -> bool:
     idx = np.asarray(batch)
     if idx.ndim != 2 or idx.shape[1] != n:
         return False
-    return bool(np.array_equal(np.sort(idx % n if idx.size and idx.min() < 0 else idx, axis=1),
+    return bool(np.array_equal(np.sort(idx % n if idx.size and idx.min() < 0 else idx),
                                np.broadcast_to(np.arange(n), idx.shape)))

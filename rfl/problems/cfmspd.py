@@ -42,7 +42,7 @@ def _sym(a: np.ndarray) -> np.ndarray:
     return 0.5 * (a + _t(a))
 
 
-def _eigfun(w: np.ndarray, v: np.ndarray, fw: np.ndarray) -> np.ndarray:
+def _eigfun(v: np.ndarray, fw: np.ndarray) -> np.ndarray:
     """V diag(f(w)) V^T from an eigendecomposition (batched)."""
     return _sym((v * fw[..., None, :]) @ _t(v))
 
@@ -50,7 +50,7 @@ def _eigfun(w: np.ndarray, v: np.ndarray, fw: np.ndarray) -> np.ndarray:
 def _sqrt_isqrt(x: np.ndarray):
     """X^{1/2}, X^{-1/2} for SPD ``x: (..., d, d)``."""
     w, v = eigh_sym(x)
-    return _eigfun(w, v, np.sqrt(w)), _eigfun(w, v, 1.0 / np.sqrt(w))
+    return _eigfun(v, np.sqrt(w)), _eigfun(v, 1.0 / np.sqrt(w))
 
 
 def _whitened_eigs(x: np.ndarray, z: np.ndarray):
@@ -66,7 +66,7 @@ def _whitened_eigs(x: np.ndarray, z: np.ndarray):
 
 def _mean_log(w: np.ndarray, v: np.ndarray) -> np.ndarray:
     """mean_b logm(M_b): ``(s, B, d), (s, B, d, d) -> (s, d, d)``."""
-    return _eigfun(w, v, np.log(w)).mean(axis=1)
+    return _eigfun(v, np.log(w)).mean(axis=1)
 
 
 def _egrad_from(x: np.ndarray, z: np.ndarray) -> np.ndarray:
@@ -98,26 +98,28 @@ def frechet_mean_fixed_point(Z_all: np.ndarray, tol: float = 1e-12, max_iter: in
     Z = Z.reshape(-1, d, d)
     if x0 is None:
         w, v = eigh_sym(Z)
-        lw, lv = eigh_sym(_eigfun(w, v, np.log(w)).mean(axis=0))
-        x = _eigfun(lw, lv, np.exp(lw))
+        lw, lv = eigh_sym(_eigfun(v, np.log(w)).mean(axis=0))
+        x = _eigfun(lv, np.exp(lw))
     else:
         x = _sym(np.asarray(x0, dtype=float))
     nrm = np.inf
     for _ in range(max_iter):
         xh, xih = _sqrt_isqrt(x)
         w, v = eigh_sym(_sym(xih @ Z @ xih))
-        L = _eigfun(w, v, np.log(w)).mean(axis=0)
+        L = _eigfun(v, np.log(w)).mean(axis=0)
         nrm = float(np.linalg.norm(L))
         if nrm < tol:
             return x
         lw, lv = eigh_sym(L)
-        x = _sym(xh @ _eigfun(lw, lv, np.exp(lw)) @ xh)
+        x = _sym(xh @ _eigfun(lv, np.exp(lw)) @ xh)
     raise RuntimeError(f"Karcher fixed point did not reach tol={tol} in {max_iter} "
                        f"iterations (last ||mean Log||={nrm:.3e})")
 
 
 class CFMSPD(SampleArrayProblem):
-    """Z: (S, N, d, d) agents' SPD samples."""
+    """Z: (S, N, d, d) agents' SPD samples. The paper does not specify x_1: ``initial_point``
+    is the default SPD.random_point, expm(sym(G)/2) with G standard normal (affine-invariant
+    distance to I of order 1 for small d)."""
 
     name = "cfmspd"
     manifold_class = SPD
@@ -150,8 +152,8 @@ class CFMSPD(SampleArrayProblem):
         return params["S"] * params["N"] * params["d"] ** 2 * 8
 
     def __init__(self, Z: np.ndarray, retraction: str | None = None, transport: str | None = None):
-        self.Z = np.asarray(Z, dtype=float)
-        if self.Z.ndim != 4 or self.Z.shape[-1] != self.Z.shape[-2]:
+        self.Z = np.asarray(Z)                 # used only against float64 points: any real dtype
+        if self.Z.ndim != 4 or self.Z.shape[2] != self.Z.shape[3]:
             raise ValueError(f"Z must have shape (S, N, d, d), got {self.Z.shape}")
         S, N, d, _ = self.Z.shape
         self.d = d
@@ -205,8 +207,3 @@ class CFMSPD(SampleArrayProblem):
     def distance_to_optimum(self, x, x_star):
         """Affine-invariant distance ||logm(X*^{-1/2} X X*^{-1/2})||_F (the minimiser is unique)."""
         return float(self.manifold.dist(x_star[None], x[None])[0])
-
-    def initial_point(self, rng):
-        """The paper does not specify x_1; we use SPD.random_point, expm(sym(G)/2) with G
-        standard normal (affine-invariant distance to I of order 1 for small d)."""
-        return self.manifold.random_point(rng, 1)[0]

@@ -60,8 +60,8 @@ class CPESph(SampleArrayProblem):
         cheaper than Z_i^T (Z_i x) (4 N n): N >= n / 2."""
         N, n = self.Z.shape[1:]
         if 2 * N >= n and is_full_batch(batch, N):
-            return self.local_egrad(np.asarray(x, dtype=float), agents)
-        out = gram_apply(self.Z, np.asarray(agents), batch, np.asarray(x, dtype=float)[..., None])[..., 0]
+            return self.local_egrad(x, agents)
+        out = gram_apply(self.Z, np.asarray(agents), batch, np.asarray(x)[..., None])[..., 0]
         out *= -2.0 / batch.shape[1]
         return out
 
@@ -82,7 +82,7 @@ class CPESph(SampleArrayProblem):
     def closed_form_optimum(self):
         w, v = np.linalg.eigh(self.C)
         x = v[:, -1]
-        return x * np.sign(x[np.argmax(np.abs(x))])
+        return np.sign(x[np.argmax(np.abs(x))]) * x
 
     def distance_to_optimum(self, x, x_star):
         """Geodesic distance to the minimiser set {x*, -x*}: arccos|x^T x*|."""

@@ -109,16 +109,16 @@ class HSP(Problem):
 
     def minibatch_egrad(self, x, agents, batch):
         agents = np.asarray(agents)
-        return self._egrad_terms(np.asarray(x, float), self.Y[agents[:, None], batch],
+        return self._egrad_terms(np.asarray(x), self.Y[agents[:, None], batch],
                                  self.alpha[agents[:, None], batch])
 
     def local_egrad(self, x, agents):
         agents = np.asarray(agents)
-        return self._egrad_terms(np.asarray(x, float), self.Y[agents], self.alpha[agents])
+        return self._egrad_terms(np.asarray(x), self.Y[agents], self.alpha[agents])
 
     def local_cost(self, x, agents):
         agents = np.asarray(agents)
-        d = np.arccosh(self._cosh_d(np.asarray(x, float), self.Y[agents]))
+        d = np.arccosh(self._cosh_d(np.asarray(x), self.Y[agents]))
         return (self.alpha[agents] * d * d).mean(axis=1)
 
     def cost(self, x):

@@ -52,8 +52,8 @@ class KPCA(Problem):
     @classmethod
     def check_params(cls, params):
         """S * n_per_agent images must fit in the class-balanced digits pool."""
-        n = params.get("n_per_agent", data.POOL_SIZE // params["S"])
-        if params["S"] * n > data.POOL_SIZE:
+        n = params.get("n_per_agent")              # its default, POOL_SIZE // S, always fits
+        if n is not None and params["S"] * n > data.POOL_SIZE:
             return [("n_per_agent", f"S*n_per_agent = {params['S'] * n} images, but the "
                                     f"class-balanced digits pool holds {data.POOL_SIZE}; allowed: "
                                     f"n_per_agent <= {data.POOL_SIZE // params['S']}")]
@@ -144,7 +144,7 @@ class KPCA(Problem):
         _, v = np.linalg.eigh(self.A_bar)
         x = v[:, ::-1][:, :self.r]
         idx = np.argmax(np.abs(x), axis=0)
-        return np.ascontiguousarray(x * np.sign(x[idx, np.arange(self.r)]))
+        return np.ascontiguousarray(np.sign(x[idx, np.arange(self.r)]) * x)
 
     def optimal_value(self) -> float:
         """F* = -1/2 (lambda_1 + ... + lambda_r), the r largest eigenvalues of A."""

@@ -59,17 +59,15 @@ def _gather(x: np.ndarray, rows: np.ndarray, valid: np.ndarray) -> np.ndarray:
     return uc
 
 
-def _fit(uc: np.ndarray, y: np.ndarray, minimum_norm: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """w = (U_c^T U_c)^{-1} U_c^T y and the residual U_c w - y (padded slots: 0 - 0).
-    uc (..., D, r), y (..., D) -> w (..., r), res (..., D). ``minimum_norm``: the pseudo-inverse
-    (a column with fewer than r entries), else a solve."""
-    uct = np.swapaxes(uc, -1, -2)
-    gram = uct @ uc                                                    # (..., r, r)
+def _fit(uc: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """w = (U_c^T U_c)^+ U_c^T y, the minimum-norm least-squares fit (a column may have fewer
+    than r entries), and the residual U_c w - y (padded slots: 0 - 0).
+    uc (s, T, D, r) (``_gather``), y (s, T, D) -> w (s, T, r), res (s, T, D)."""
+    uct = uc.transpose(0, 1, 3, 2)
+    gram = uct @ uc                                                    # (s, T, r, r)
     rhs = uct @ y[..., None]
-    if minimum_norm:
-        w = np.linalg.pinv(gram, hermitian=True) @ rhs
-    else:
-        w = np.linalg.solve(gram, rhs)
+    # hermitian=True: pinv by eigh instead of an SVD of the symmetric gram, the same matrix
+    w = np.linalg.pinv(gram, hermitian=True) @ rhs  # pragma: no mutate
     return w[..., 0], (uc @ w)[..., 0] - y
 
 
@@ -348,7 +346,7 @@ class LowRankMatrixCompletion(Problem):
         elif count.min() >= self.r:
             sq = 2.0 * self._columns(xs, np.arange(S), data=(rows, y, count))["h"].sum()
         else:
-            sq = float(np.sum(_fit(_gather(xs, rows, valid), y, minimum_norm=True)[1] ** 2))
+            sq = float(np.sum(_fit(_gather(xs, rows, valid), y)[1] ** 2))
         return float(np.sqrt(sq / count.sum()))
 
     def extra_metrics(self, x):

@@ -112,7 +112,7 @@ class FederatedLSA(Problem):
         if p["setting"] == "heterogeneous" and p["n_agents"] < 2:
             out.append(("n_agents", f"{p['n_agents']} agent(s), but the heterogeneous setting draws "
                                     f"agents from two MDPs; allowed: n_agents >= 2"))
-        if p.get("oracle", "pool") == "exact" and "pool" in p:
+        if p.get("oracle") == "exact" and "pool" in p:
             out.append(("pool", "the exact oracle (A_bar_c, b_bar_c) draws no transitions; allowed: "
                                 "pool only with oracle 'pool'"))
         if branching > n_states:
@@ -138,7 +138,7 @@ class FederatedLSA(Problem):
         """P, R: n_agents*n_states*n_actions*(n_states + 1) float64; the pools: 2*n_agents*pool
         int64 (none with the exact oracle)."""
         nS, nA = params.get("n_states", 30), params.get("n_actions", 2)
-        pool = 0 if params.get("oracle", "pool") == "exact" else params.get("pool", DEFAULT_POOL)
+        pool = 0 if params.get("oracle") == "exact" else params.get("pool", DEFAULT_POOL)
         return params["n_agents"] * (nS * nA * (nS + 1) + 2 * pool) * 8
 
     @classmethod
@@ -152,13 +152,13 @@ class FederatedLSA(Problem):
     def local_sizes_from(params: dict):
         """(N,) local sizes implied by the dataset parameters: the pool size of every agent
         (pool oracle), or 1 (exact oracle: one mean-field evaluation, no transition drawn)."""
-        if params.get("oracle", "pool") == "exact":
+        if params.get("oracle") == "exact":
             return [1] * int(params["n_agents"])
         return [int(params.get("pool", DEFAULT_POOL))] * int(params["n_agents"])
 
     @classmethod
     def local_sizes_note(cls, params: dict) -> str:
-        if params.get("oracle", "pool") == "exact":
+        if params.get("oracle") == "exact":
             return "the exact LSA oracle evaluates A_bar_c theta - b_bar_c once per local step"
         return ""
 
@@ -239,7 +239,7 @@ class FederatedLSA(Problem):
 
     def local_cost(self, x, agents):
         """||x_c - theta*_c||^2, agent c's squared error to its own TD fixed point: ``(s,)``."""
-        return ((x - self.theta_star_local[agents]) ** 2).sum(axis=-1)
+        return ((x - self.theta_star_local[agents]) ** 2).sum(axis=1)
 
     def pool_moments(self) -> tuple[np.ndarray, np.ndarray]:
         """Empirical means of A(Z), b(Z) over each agent's pool: ``(N, d, d)``, ``(N, d)``."""

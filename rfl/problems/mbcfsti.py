@@ -152,7 +152,7 @@ class MBCFSti(Problem):
         _, v = np.linalg.eigh(self.A_bar)
         x = v[:, :self.p]
         idx = np.argmax(np.abs(x), axis=0)
-        return x * np.sign(x[idx, np.arange(self.p)])
+        return np.sign(x[idx, np.arange(self.p)]) * x
 
     def optimal_value(self) -> float:
         """F* = sum_k mu_k lambda_k, lambda_1 <= ... <= lambda_p the smallest eigenvalues of A_bar."""
@@ -165,4 +165,4 @@ class MBCFSti(Problem):
         overestimates the distance to it.)"""
         s = np.sign(np.sum(x * x_star, axis=0))
         s[s == 0] = 1.0
-        return float(np.linalg.norm(x * s - x_star))
+        return float(np.linalg.norm(s * x - x_star))

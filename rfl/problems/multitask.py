@@ -266,8 +266,8 @@ class MultitaskFeatures(Problem):
     def from_school(cls, split, r: int, lam: float = SCHOOL_LAMBDA, **geometry):
         """Training tasks of a ``split_school`` dict; the test arrays are kept for ``test_nmse``."""
         p = cls(split["X_train"], split["y_train"], split["n_train"], r, lam, **geometry)
-        X_test = np.asarray(split["X_test"], dtype=float)
-        y_test = np.asarray(split["y_test"], dtype=float)
+        X_test = np.asarray(split["X_test"])
+        y_test = np.asarray(split["y_test"])
         n_test = np.asarray(split["n_test"], dtype=np.int64)
         _check_padded(X_test, y_test, n_test, "test data")
         if X_test.shape[:2] != p.X.shape[:2] or X_test.shape[3] != p.X.shape[3]:
@@ -420,7 +420,7 @@ class MultitaskFeatures(Problem):
 
     def task_coefficients(self, x, agents, tasks=None):
         """w_ij(U) fitted on the training data: x (s, m, r), agents (s,), tasks (s, B) -> (s, B, r)."""
-        x = np.asarray(x, dtype=float)
+        x = np.asarray(x)
         agents = np.asarray(agents)
         tasks = None if tasks is None else np.asarray(tasks)
         return self._task_pass(x, agents, tasks)["w"]
@@ -443,23 +443,23 @@ class MultitaskFeatures(Problem):
     def minibatch_egrad(self, x, agents, batch):
         """(1/B) sum_{j in batch_i} (G_ij U_i w - c_ij) w^T, w = w_ij(U_i): x (s, m, r),
         agents (s,), batch (s, B) task indices -> (s, m, r)."""
-        return self._egrad(np.asarray(x, dtype=float), np.asarray(agents), np.asarray(batch))
+        return self._egrad(np.asarray(x), np.asarray(agents), np.asarray(batch))
 
     def minibatch_cost(self, x, agents, batch):
         """(1/B) sum_{j in batch_i} h_ij(U_i): ``(s,)`` (the function ``minibatch_egrad`` differentiates)."""
-        return self._task_values(np.asarray(x, dtype=float), np.asarray(agents),
+        return self._task_values(np.asarray(x), np.asarray(agents),
                                  np.asarray(batch))[0].mean(axis=1)
 
     def local_egrad(self, x, agents):
-        return self._egrad(np.asarray(x, dtype=float), np.asarray(agents), None)
+        return self._egrad(np.asarray(x), np.asarray(agents), None)
 
     def local_cost(self, x, agents):
-        return self._task_values(np.asarray(x, dtype=float), np.asarray(agents), None)[0].mean(axis=1)
+        return self._task_values(np.asarray(x), np.asarray(agents), None)[0].mean(axis=1)
 
     # ---- global (one point U: (m, r)) -------------------------------------
     def _everyone(self, x):
         S = self.n_agents
-        return np.broadcast_to(np.asarray(x, dtype=float), (S, self.m, self.r)), np.arange(S)
+        return np.broadcast_to(np.asarray(x), (S, self.m, self.r)), np.arange(S)
 
     def _global(self, x) -> dict:
         """One pass over all data at one point U: per-agent means of h and of the data fit,
@@ -501,20 +501,20 @@ class MultitaskFeatures(Problem):
         X_test: (S, N, D_test, m) padded test features (default: the stored
         School test set); padded rows predict 0.
         """
-        X_test = self.X_test if X_test is None else np.asarray(X_test, dtype=float)
+        X_test = self.X_test if X_test is None else np.asarray(X_test)
         if X_test is None:
             raise ValueError("no test data: pass X_test or build the problem with from_school")
         if X_test.shape[:2] != self.X.shape[:2] or X_test.shape[3] != self.m:
             raise ValueError(f"X_test {X_test.shape} does not match the tasks {self.X.shape}")
-        return np.einsum("sndr,snr->snd", X_test @ np.asarray(x, dtype=float), self.coefficients(x))
+        return np.einsum("sndr,snr->snd", X_test @ np.asarray(x), self.coefficients(x))
 
     def _test_arrays(self, X_test, y_test, n_test):
         if X_test is None and y_test is None and n_test is None and self.X_test is not None:
             return self.X_test, self.y_test, self.n_test        # checked by from_school
         if X_test is None or y_test is None or n_test is None:
             raise ValueError("need X_test, y_test and n_test (or a problem built by from_school)")
-        X_test = np.asarray(X_test, dtype=float)
-        y_test = np.asarray(y_test, dtype=float)
+        X_test = np.asarray(X_test)
+        y_test = np.asarray(y_test)
         n_test = np.asarray(n_test, dtype=np.int64)
         _check_padded(X_test, y_test, n_test, "test data")
         if X_test.shape[:2] != self.X.shape[:2] or X_test.shape[3] != self.m:
@@ -532,7 +532,7 @@ class MultitaskFeatures(Problem):
         """
         check_nmse_option("protocol", protocol, NMSE_PROTOCOLS)
         X_test, y_test, n_test = self._test_arrays(X_test, y_test, n_test)
-        XU = X_test @ np.asarray(x, dtype=float)                               # (S, N, D, r)
+        XU = X_test @ np.asarray(x)                                            # (S, N, D, r)
         return self._residuals(x, XU, y_test, protocol)
 
     def _residuals(self, x, XU, y_test, protocol):
@@ -581,7 +581,7 @@ class MultitaskFeatures(Problem):
             has = n_test > 0
             self._test_var = (var, has, float(n_test.sum()))
         var, has, rows = self._test_var
-        XU = self.X_test @ np.asarray(x, dtype=float)                          # shared: (S, N, D, r)
+        XU = self.X_test @ np.asarray(x)                                       # shared: (S, N, D, r)
         out = {}
         for protocol in NMSE_PROTOCOLS:
             res = self._residuals(x, XU, self.y_test, protocol)

@@ -39,7 +39,7 @@ def row_scales(S: int, N: int, block: int, n_blocks: int | None = None,
     scales[b], or (b + 1) / n_blocks (n_blocks default: the blocks the S N rows cover)."""
     b = np.arange(S * N) // block
     if scales is not None:
-        return np.asarray(scales, dtype=float)[b]
+        return np.asarray(scales)[b]
     n = int(b.max()) + 1 if n_blocks is None else int(n_blocks)
     return (b + 1) / n
 

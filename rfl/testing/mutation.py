@@ -42,7 +42,8 @@ TESTS = {
     "problems": ["test_problem_contract.py", "test_cpesph.py", "test_cfmspd.py", "test_mbcfsti.py",
                  "test_kpca.py", "test_multitask.py", "test_lsa.py", "test_lsa_stationary.py", "test_school.py",
                  "test_batching.py", "test_hsp.py", "test_lrmc.py", "test_pca_sphere.py", "test_pca_stiefel.py",
-                 "test_full_batch_products.py"],
+                 "test_full_batch_products.py", "test_problem_params.py",
+                 "test_problem_inputs.py"],
     "reporting": ["test_verdicts.py", "test_tables.py", "test_lsa_workflow.py", "test_workflow.py",
                   "test_newer_synthetic_verdicts.py", "test_newer_version_report.py",
                   "test_partial_explanations.py", "test_participation_report.py", "test_heterogeneity_report.py",
@@ -56,6 +57,13 @@ DESELECT = {"reporting": "not snakemake_lint"}
 #: contract runs on; ``test_params``: a problem's toy sizes), not behaviour; mutating them
 #: changes which cases the tests run, not what rfl computes, so they are left out
 NOT_MUTATED = ("examples", "test_params")
+#: per package, functions mutmut cannot test: ``Problem.__init_subclass__`` runs when
+#: tests/conftest.py defines its toy problem, and pytest re-imports conftest.py in every
+#: session, so mutmut's forced-fail check (every mutated function raises) fails while loading
+#: conftest and the whole run aborts. (mutmut itself skips decorated functions, so the
+#: ``@njit`` kernels of ``rfl.problems._kernels`` are never mutated; their per-agent-loop
+#: oracles are in tests/test_batching.py.)
+PACKAGE_NOT_MUTATED = {"problems": ("__init_subclass__",)}
 
 BEGIN, END = "<!-- mutation-scores: begin -->", "<!-- mutation-scores: end -->"
 
@@ -81,14 +89,15 @@ def _toml_list(items) -> str:
     return "[" + ", ".join(json.dumps(i) for i in items) + "]"
 
 
-def exclude_test_data(path: Path) -> None:
-    """Wrap each ``NOT_MUTATED`` function of a module in mutmut's ``no mutate start/end`` pragmas."""
+def exclude_test_data(path: Path, names: tuple[str, ...] = NOT_MUTATED) -> None:
+    """Wrap each function of a module named in ``names`` (default ``NOT_MUTATED``) in mutmut's
+    ``no mutate start/end`` pragmas."""
     import ast
 
     lines = path.read_text().splitlines(keepends=True)
     spans = [(min([n.lineno] + [d.lineno for d in n.decorator_list]), n.end_lineno)
              for n in ast.walk(ast.parse("".join(lines)))
-             if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name in NOT_MUTATED]
+             if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name in names]
     for start, end in sorted(spans, reverse=True):
         indent = lines[start - 1][: len(lines[start - 1]) - len(lines[start - 1].lstrip())]
         lines.insert(end, f"{indent}# pragma: no mutate end\n")
@@ -105,7 +114,7 @@ def prepare(package: str, workdir: Path) -> None:
             dst.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dst)
     for module in (workdir / "rfl" / package).rglob("*.py"):
-        exclude_test_data(module)
+        exclude_test_data(module, NOT_MUTATED + PACKAGE_NOT_MUTATED.get(package, ()))
     pyproject = workdir / "pyproject.toml"
     text = re.sub(r"(?ms)^\[tool\.mutmut\].*?(?=^\[|\Z)", "", pyproject.read_text())
     text += ("\n[tool.mutmut]\n"
