@@ -7,18 +7,14 @@ converged early held at its last value, a diverged seed not extended), not by th
 
 from __future__ import annotations
 
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+from matplotlib.colors import to_rgba
 
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-from matplotlib.colors import to_rgba  # noqa: E402
-
-from rfl.registry import ALGORITHMS, PROBLEMS  # noqa: E402
-from rfl.reporting import figures  # noqa: E402
-from rfl.testing.run_files import write_run  # noqa: E402
+from rfl.registry import ALGORITHMS, PROBLEMS
+from rfl.reporting import figures
+from rfl.testing.run_files import write_run
 
 T = 5                                   # rounds 0..T
 t = np.arange(T + 1, dtype=float)

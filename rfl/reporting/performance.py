@@ -290,7 +290,7 @@ def asv_tracks(result_json) -> tuple[str, list[tuple[str, str]]]:
             continue
         combos = list(itertools.product(*params)) if params else [()]
         values = values if isinstance(values, list) else [values]
-        short = name.split(".", 1)[1] if "." in name else name
+        short = name.split(".", 1)[1]          # a ".track_" name has a module part
         for combo, value in zip(combos, values):
             if value is None or (isinstance(value, float) and math.isnan(value)):
                 continue
