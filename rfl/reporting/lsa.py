@@ -261,8 +261,9 @@ def _plotted(n: int, points: int = 400) -> np.ndarray:
     """Row positions drawn on the log round axis: the first 50 rounds, then ~``points``
     geometrically spaced ones, and the last (a curve of 3000 rounds looks the same, drawn
     much faster)."""
-    return np.unique(np.concatenate([np.arange(min(n, 50)),
+    rows = np.unique(np.concatenate([np.arange(min(n, 50)),
                                      np.geomspace(1, max(n - 1, 1), points).astype(int), [n - 1]]))
+    return rows[rows < n]          # (one round: the geometric part's 1 is past the end)
 
 
 def draw(runs: list[dict], setting: str, out_pdf) -> None:
