@@ -326,7 +326,7 @@ def test_pool_section_lines_and_verdict_counts():
         {"N": 3, "H": 4, "fedlsa_plateau": 2.0, "predicted_plateau": 1.0, "fedlsa_plateau_se": se, "transient": 0.0, "z": 10.0,
              "predicted_bias_sq_pool": 2.0, "predicted_variance": 1.0, "scafflsa_plateau": 1.99,
              "scafflsa_plateau_se": se, "batch_size": 1},                       # off; no improvement
-        {"N": 4, "H": 2, "fedlsa_plateau": 1.0, "predicted_plateau": 1.0, "fedlsa_plateau_se": se, "transient": 5.0, "z": -3.0,
+        {"N": 4, "H": 2, "fedlsa_plateau": 1.0, "predicted_plateau": 1.0, "fedlsa_plateau_se": se, "transient": 5.0, "z": -12.0,
              "predicted_bias_sq_pool": 0.5, "predicted_variance": 1.0, "scafflsa_plateau": 0.5,
              "scafflsa_plateau_se": se, "batch_size": 3},                       # start not forgotten
         {"N": 5, "H": 2, "fedlsa_plateau": 1.0, "predicted_plateau": np.nan, "fedlsa_plateau_se": se, "transient": 0.0,
