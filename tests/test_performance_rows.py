@@ -107,11 +107,25 @@ def test_rows_sum_the_jobs_per_kind_and_experiment(tree):
 
 
 def test_rounds_of_one_setting_skip_settings_sharing_its_prefix(tmp_path):
-    _run_table(tmp_path / "e/a_K1_seed0.csv", [2.0])
+    _run_table(tmp_path / "e/a_K1_seed0.csv", [0.5, 1.0, 2.0])      # the last wall_time counts
     _run_table(tmp_path / "e/a_K10_seed0.csv", [5.0])
     _run_table(tmp_path / "e/a_K1_s2_seed0.csv", [7.0])
+    _run_table(tmp_path / "e/zzzz_seed3.csv", [100.0])                # another setting, same length
     assert perf.rounds_seconds(tmp_path, "e", "a_K1") == 2.0
-    assert perf.rounds_seconds(tmp_path, "e") == 14.0
+    assert perf.rounds_seconds(tmp_path, "e") == 114.0
+    # a setting named "<setting>_seed..." (sorted first) is skipped, not the end of the list
+    _run_table(tmp_path / "f/s_seed-x_seed1.csv", [9.0])
+    _run_table(tmp_path / "f/s_seed0.csv", [4.0])
+    assert perf.rounds_seconds(tmp_path, "f", "s") == 4.0
+
+
+def test_rounds_of_tables_without_rows_or_wall_time(tmp_path):
+    (tmp_path / "e").mkdir()
+    (tmp_path / "e/a_seed0.csv").write_text("round,wall_time,status\n")          # header only
+    (tmp_path / "e/a_seed1.csv").write_text("round,wall_time,status\n0,1.5,ok\n1,,ok\n")
+    _run_table(tmp_path / "e/a_seed2.csv", [3.0])
+    (tmp_path / "e/a_seed3.csv").write_text("round,wall_time,status\n0,0,ok\n1,,ok\n2,2.5,ok\n")  # the last row's
+    assert perf.rounds_seconds(tmp_path, "e", "a") == 3.0 + 2.5
 
 
 def test_only_the_given_benchmark_files_count(tree):
@@ -455,7 +469,9 @@ def test_kept_inputs_are_copied_and_a_stale_asv_copy_removed(tmp_path):
     asv = _asv(tmp_path / "asv", {"b.A.track_one": [2.0, []]}, bench_json={"b.A.track_one": {"unit": "x"}})
     perf.keep_readme_inputs(readme, perf_csv, asv)
     assert (tmp_path / perf.README_INPUT).read_text() == perf_csv.read_text()
-    kept = json.loads((tmp_path / perf.README_ASV_INPUT).read_text())
+    kept_text = (tmp_path / perf.README_ASV_INPUT).read_text()
+    assert kept_text.count("\n") > 3 and kept_text.endswith("}\n")     # indented, diff-friendly
+    kept = json.loads(kept_text)
     assert kept["units"] == {"b.A.track_one": "x"} and kept["results"] == {"b.A.track_one": [2.0, []]}
     # the kept copy given again as its own source: left as it is
     perf.keep_readme_inputs(readme, tmp_path / perf.README_INPUT, tmp_path / perf.README_ASV_INPUT)
@@ -474,3 +490,81 @@ def test_readme_table_needs_both_markers_in_order(tmp_path):
         perf.update_readme(readme, "t\n")
     readme.write_text(f"a\n{perf.README_BEGIN}\nrow 1\nrow 2\n{perf.README_END}\nb\n")
     assert perf.readme_table(readme) == "row 1\nrow 2\n"
+
+
+def test_a_benchmark_without_time_or_memory_columns(tmp_path):
+    b, logs = tmp_path / "b", tmp_path / "logs"
+    b.mkdir()
+    (b / "table1.tsv").write_text("h:m:s\tmean_load\n0:00:01\t3\n")
+    rec, = perf.job_records(b, logs, tmp_path / "runs")
+    assert math.isnan(rec["wall_s"]) and math.isnan(rec["max_rss_mb"])
+    total = perf.performance_rows([rec])[-1]
+    assert math.isnan(total["max_rss_mb"]) and total["jobs"] == 1
+
+
+def test_a_run_job_of_zero_wall_seconds_has_no_outside_share():
+    job = {"job": "runs/e", "kind": "runs", "experiment": "e", "cpu_s": 1.0, "startup_s": 0.5,
+           "rounds_s": 0.0, "wall_s": 0.0, "max_rss_mb": 1.0, "end": 0.0}
+    assert math.isnan(perf._row("kind", "runs", [job])["outside_rounds_share"])
+
+
+def test_machine_without_cpuinfo_names_the_platform(monkeypatch):
+    class NoCpuinfo(type(Path())):
+        def read_text(self, *a, **k):
+            raise OSError("no /proc")
+    monkeypatch.setattr(perf, "Path", NoCpuinfo)
+    monkeypatch.setattr(platform, "processor", lambda: "")
+    monkeypatch.setattr(platform, "machine", lambda: "testarch")
+    assert perf.machine().startswith("testarch, ")
+    monkeypatch.setattr(platform, "processor", lambda: "testproc")
+    assert perf.machine().startswith("testproc, ")
+
+    class Cpuinfo(type(Path())):
+        def read_text(self, *a, **k):
+            return "processor\t: 0\nmodel name\t: Chip: rev 2 \nflags\t: x\n"
+    monkeypatch.setattr(perf, "Path", Cpuinfo)
+    assert perf.machine().startswith("Chip: rev 2, ")            # the whole name, colon and all
+
+
+def test_written_table_details(tree):
+    b = tree / "results/benchmarks"
+    out = tree / "p.csv"
+    rows = perf.write_performance({"benchmarks": b, "logs": tree / "logs", "runs": tree / "results/runs"},
+                                  out, files=[b / "runs/expB.tsv"])
+    assert [r["name"] for r in rows] == ["runs", "expB", "all jobs"]      # only the given job
+    assert rows[-1]["config"] == "-"                                     # no config files named
+    raw = out.read_bytes()
+    assert b"\r" not in raw and raw.endswith(b"\n")
+    with open(out, newline="") as fh:
+        cells = list(csv.DictReader(fh))
+    assert cells[0]["machine"] == "" and cells[0]["config"] == ""          # on the total row only
+    assert "with config -, on" in perf.markdown(rows, "M")
+
+
+def test_a_bad_performance_table_error_names_the_columns(tmp_path):
+    path = tmp_path / "p.csv"
+    path.write_text("a,b\n1,2\n")
+    with pytest.raises(perf.PerfInputError) as err:
+        perf.read_performance_csv(path)
+    assert "(columns " + ", ".join(perf.CSV_COLUMNS) + "; the total last)" in str(err.value)
+
+
+def test_readme_block_is_the_first_begin_to_the_first_end(tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text(f"{perf.README_BEGIN}\nold\n{perf.README_END}\nmiddle {perf.README_END}\n"
+                      f"docs mention {perf.README_BEGIN}\n")
+    assert perf.readme_table(readme) == "old\n"
+    assert perf.update_readme(readme, "new\n") is True
+    assert readme.read_text() == (f"{perf.README_BEGIN}\nnew\n{perf.README_END}\nmiddle {perf.README_END}\n"
+                                  f"docs mention {perf.README_BEGIN}\n")
+
+
+def test_keeping_no_asv_input_when_there_is_none_is_fine(tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text("x\n")
+    (tmp_path / "src").mkdir()
+    perf_csv = _perf_rows(tmp_path / "src", [])
+    perf.keep_readme_inputs(readme, perf_csv, None)                # no stale copy to remove
+    perf.keep_readme_inputs(readme, perf_csv, None)                # the folder exists already
+    assert (tmp_path / perf.README_INPUT).read_text() == perf_csv.read_text()
+    assert not (tmp_path / perf.README_ASV_INPUT).exists()
