@@ -72,6 +72,10 @@ def drawn(tmp_path_factory):
 
     bern = {"scheme": "bernoulli", "rho": 0.5}
     # written in an order unlike the legend's, to see the ordering
+    # (s = 1 before every agent: the two must not tie in the legend order)
+    add(("rfedags", 1, 1), 0, er=0.8 ** t, cost=7 + t, floats=3 * t, sd=0.5 * 0.8 ** t)
+    add(("rfedags", 1, 1), 1, er=[1.5, 0.0, 0.7, 9, 9, 9], cost=[6.0, 5.0, 4.5, 9, 9, 9],
+        floats=[0, 4, 8, 9, 9, 9], sd=[1, 1, 1, 1, 1, 1], diverge_at=3)
     add(("rsd", None, None), 0, er=3.0 * 0.7 ** t, cost=5 - t, floats=0 * t, sd=0.3 + 0 * t)
     add(("rsd", None, None), 1, er=[2.0, 1.0, 0.5], cost=[4.0, 3.0, 2.5], floats=[0, 0, 0],
         sd=[0.2, 0.1, 0.05])                          # converged after round 2: held there
@@ -82,9 +86,6 @@ def drawn(tmp_path_factory):
         add(("rfedags", 1, None), s, er=er, cost=c + t, floats=f * t, sd=c * 0.3 ** t)
     add(("rfedags", 1, bern), 0, er=0.9 ** t, cost=2 + 0 * t, floats=5 * t, sd=0.9 ** t)
     add(("rfedags", 2, None), 0, er=0.4 ** t, cost=3 - 0.1 * t, floats=20 * t, sd=0.4 ** t)
-    add(("rfedags", 1, 2), 0, er=0.8 ** t, cost=7 + t, floats=3 * t, sd=0.5 * 0.8 ** t)
-    add(("rfedags", 1, 2), 1, er=[1.5, 0.0, 0.7, 9, 9, 9], cost=[6.0, 5.0, 4.5, 9, 9, 9],
-        floats=[0, 4, 8, 9, 9, 9], sd=[1, 1, 1, 1, 1, 1], diverge_at=3)
     spec = {"title": "Test experiment", "metrics": ["excess_risk", "cost", "subspace_dist"],
             "x": ["round", "floats"]}
     captured = {}
@@ -99,13 +100,13 @@ def drawn(tmp_path_factory):
         figures.experiment_figure(spec, paths, root / "out.pdf")
     finally:
         mp.undo()
-    order = [("rfedags", 1, None), ("rfedags", 1, 2), ("rfedags", 1, "bernoulli rho=0.5"),
+    order = [("rfedags", 1, None), ("rfedags", 1, 1), ("rfedags", 1, "bernoulli rho=0.5"),
              ("rfedags", 2, None), ("rfedags", 4, None), ("rsd", None, None)]
     return {"fig": captured["fig"], "root": root, "paths": paths, "order": order,
             "data": {k: data[k] for k in order}}
 
 
-LABELS = ["RFedAGS-K=1", "RFedAGS-K=1, s=2", "RFedAGS-K=1, bernoulli rho=0.5", "RFedAGS-K=2",
+LABELS = ["RFedAGS-K=1", "RFedAGS-K=1, s=1", "RFedAGS-K=1, bernoulli rho=0.5", "RFedAGS-K=2",
           "RFedAGS-K=4", "RSD"]
 
 
@@ -135,6 +136,7 @@ def test_one_panel_per_metric_and_axis_with_their_labels_and_scales(drawn):
             assert ax.get_xlim()[0] == 0
         else:
             assert ax.get_xscale() == "linear"
+        assert all(g.get_visible() for g in ax.yaxis.get_gridlines())      # a grid on the major ticks
     # subspace_dist's label comes from its problem (multitask), not the base labels
     assert axes[4].get_ylabel() == r"dist$(\mathcal{U}_t, \mathcal{U}^*)$"
 
@@ -193,7 +195,7 @@ def test_a_diverged_seed_is_marked_at_its_last_finite_row(drawn):
     for i, (x, y) in {0: (2, 0.7), 1: (8, 0.7), 2: (2, 4.5), 3: (8, 4.5), 4: (2, 1), 5: (8, 1)}.items():
         m = marks[i][0]
         assert (m.get_xdata()[0], m.get_ydata()[0]) == (x, y)
-    s2 = to_rgba(plt.cm.tab10(1))                            # the colour of its method (s=2)
+    s2 = to_rgba(plt.cm.tab10(1))                            # the colour of its method (s=1)
     assert to_rgba(marks[0][0].get_color()) == s2
     # the diverged seed is not extended: from round 3 the band is the other seed alone
     line = _curves(axes[2])[1]
@@ -228,8 +230,8 @@ def test_colours_and_line_styles(drawn):
         assert to_rgba(lines[label].get_color()) == pytest.approx(to_rgba(viridis(c)))
         assert lines[label].get_linestyle() == ALGORITHMS["rfedags"].style["ls"]
     # methods sharing algorithm and K: one colour and dash pattern per participation
-    assert to_rgba(lines["RFedAGS-K=1, s=2"].get_color()) == to_rgba(plt.cm.tab10(1))
-    assert lines["RFedAGS-K=1, s=2"].get_linestyle() == "--"
+    assert to_rgba(lines["RFedAGS-K=1, s=1"].get_color()) == to_rgba(plt.cm.tab10(1))
+    assert lines["RFedAGS-K=1, s=1"].get_linestyle() == "--"
     assert to_rgba(lines["RFedAGS-K=1, bernoulli rho=0.5"].get_color()) == to_rgba(plt.cm.tab10(2))
     assert lines["RFedAGS-K=1, bernoulli rho=0.5"].get_linestyle() == "-."
     assert to_rgba(lines["RSD"].get_color()) == to_rgba("tab:red")
@@ -265,12 +267,13 @@ def test_labels_of_metrics_and_methods():
     assert figures.method_key({"name": "rfedavg", "K": 2, "participation": {"scheme": "bernoulli", "rho": 0.25}}) \
         == ("rfedavg", 2, "bernoulli rho=0.25")
     assert figures.method_key({"name": "rfedavg"}) == ("rfedavg", None, None)
+    assert figures.method_key({"name": "rfedavg", "K": 1, "participation": 3}) == ("rfedavg", 1, 3)
     assert figures.algorithm_label("scafflsa") == "SCAFFLSA"
 
 
 def test_summarise_counts_the_seeds_with_a_value(drawn):
     from rfl import io
-    tables = [io.read_run_table(p)[0] for p in drawn["paths"] if "rfedags_K1_p2_" in p.name]
+    tables = [io.read_run_table(p)[0] for p in drawn["paths"] if "rfedags_K1_p1_" in p.name]
     s = figures.summarise(tables, "cost")
     assert list(s["n"]) == [2, 2, 2, 1, 1, 1]
     np.testing.assert_allclose(s["median"][:3], [(7 + 6) / 2, (8 + 5) / 2, (9 + 4.5) / 2])
