@@ -306,8 +306,10 @@ def test_scafflsa_checks_margin_from_both_errors_and_the_smaller_seed_count():
 
 def test_still_decreasing_note():
     r = {"scafflsa_last": 0.1, "scafflsa_window_ratio": 1.31, "scafflsa_plateau_se": 0.01}   # 0.31 > 0.3
-    assert "still decreasing" in pool.still(r)
+    assert pool.still(r) == " (still decreasing: more rounds would lower it)"
     assert pool.still(r | {"scafflsa_window_ratio": 1.29}) == ""
+    # at the threshold (start / last - 1 = 3 se / last exactly): not "still decreasing"
+    assert pool.still({"scafflsa_last": 1.0, "scafflsa_window_ratio": 1.375, "scafflsa_plateau_se": 0.125}) == ""
     assert pool.still(r | {"scafflsa_last": 0.0, "scafflsa_window_ratio": 9.0}) == ""
 
 
@@ -361,6 +363,39 @@ def test_pool_section_lines_and_verdict_counts():
     assert lines["- heterogeneous, N = 5, H = 2"].endswith(": insufficient data.")
     assert "bias^2 2 vs variance 1" in lines["- heterogeneous, N = 2, H = 4"]
     assert f"margin {T99[5] * np.hypot(se, se):.2g}" in lines["- heterogeneous, N = 2, H = 4"]
+    # the verdict rows, and the rules they state
+    assert [v[:2] for v in rep.summary] == [
+        ("FedLSA / TD(0), pool oracle", "FedLSA plateau = exact stationary error"),
+        ("SCAFFLSA / TD(0), pool oracle", "SCAFFLSA improves on FedLSA where the bias dominates")]
+    rules = [ln for ln in rep.lines if ln.startswith("**Verdict: ")]
+    assert len(rules) == 2
+    assert "|measured - predicted| <= t se with t the two-sided 99% Student quantile" in rules[0]
+    assert "_Rule: cells with predicted bias^2 >= predicted variance: SCAFFLSA's plateau is below FedLSA's " \
+           "by more than t sqrt(se_FedLSA^2 + se_SCAFFLSA^2) (t as above)_" in rules[1]
+    assert ["### Stochastic pool oracle: FedLSA's plateau = its exact stationary error",
+            "### Stochastic pool oracle: SCAFFLSA improves on FedLSA where the bias dominates"] == \
+        [ln for ln in rep.lines if ln.startswith("###")]
+    # what the section says its numbers are
+    for fact in ("The prediction is FedLSA's exact stationary E||theta - theta*||^2", "eta and H (bias^2 + variance;",
+                 ("propagated through H local steps and the averaging, `FederatedLSA.fedlsa_stationary_pool`). "
+                  "The measured plateau"), "the mean over the plateau window of the seed-mean curve",
+                 "se is the standard deviation of the seeds' window means / sqrt(seeds)",
+                 "z = (measured - predicted) / se."):
+        assert fact in text, fact
+    _markdown_blocks(rep.lines)
+
+
+def _markdown_blocks(lines):
+    """Headings and verdicts stand alone (a blank line on each side), a table ends in one."""
+    heads = [i for i, ln in enumerate(lines) if ln.startswith(("### ", "**Verdict"))]
+    assert heads
+    for i in heads:
+        assert lines[i + 1] == "" and (i == 0 or lines[i - 1] == ""), lines[i]
+    rows = [i for i, ln in enumerate(lines) if ln.startswith("|")]
+    assert lines[rows[0] - 1] == "" and lines[rows[-1] + 1] == "" and lines[rows[-1] + 2] == ""
+    counts = [i for i, ln in enumerate(lines) if " cells agree (largest |z|" in ln]
+    assert all(lines[i + 1] == "" for i in counts)
+    assert all(ln == "" or ln.strip() for ln in lines)
 
 
 def test_pool_section_without_pool_rows_or_bias_dominated_cells():
@@ -371,7 +406,9 @@ def test_pool_section_without_pool_rows_or_bias_dominated_cells():
                           "scafflsa_plateau_se": 0.1, "fedlsa_plateau_se": 0.1}])
     calls = []
     pool.pool_section(rep, t, lambda *a: calls.append(a) or "x")
-    assert "No cell has a predicted bias^2 at least its predicted variance." in rep.lines
+    i = rep.lines.index("No cell has a predicted bias^2 at least its predicted variance.")
+    assert rep.lines[i + 1] == ""
+    _markdown_blocks(rep.lines)
     assert calls[-1] == (0, 0, 0)
 
 
@@ -488,3 +525,25 @@ def test_lsa_study_checks_the_figures_and_settings_before_writing(tmp_path):
     assert len(table) == 1 and io.read_table(out)["fedlsa_plateau"].tolist() == [1.0]
     md = out.with_suffix(".md").read_text()
     assert "FedLSA plateau" in md and (tmp_path / "f.pdf").is_file() and (tmp_path / "f.png").is_file()
+
+
+def test_pool_checks_at_their_thresholds():
+    """|measured - predicted| = t se exactly agrees (<=); a gap of exactly the margin is not an
+    improvement (more than); at err = tol with the start not forgotten, that is the reason given."""
+    from scipy import stats
+    se = 0.1
+    tol = stats.t.ppf(0.995, 4) * se
+    t = _pool_table([{"fedlsa_plateau": 0.0, "predicted_plateau": tol, "fedlsa_plateau_se": se, "transient": 0.0,
+                      "z": 1.0, "scafflsa_plateau": 0.0, "scafflsa_plateau_se": 0.0,
+                      "predicted_bias_sq_pool": 1.0, "predicted_variance": 1.0},
+                     {"fedlsa_plateau": 0.0, "predicted_plateau": tol, "fedlsa_plateau_se": se, "transient": 2 * se,
+                      "z": 1.0, "scafflsa_plateau": 0.0, "scafflsa_plateau_se": 0.0,
+                      "predicted_bias_sq_pool": 1.0, "predicted_variance": 1.0}])
+    assert pool.plateau_checks(t)["agrees"].tolist() == [True, False]
+    margin = stats.t.ppf(0.995, 4) * np.hypot(se, 0.0)
+    edge = t.assign(fedlsa_plateau=[margin, margin], predicted_plateau=[margin, margin])
+    assert pool.scafflsa_checks(edge)["improves"].tolist() == [False, False]
+    rep = Report()
+    pool.pool_section(rep, t, lambda *a: "x")
+    why = [ln for ln in rep.lines if ": disagrees, " in ln]
+    assert len(why) == 1 and "the start is not forgotten (transient 0.2 > se)" in why[0]
