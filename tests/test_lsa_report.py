@@ -45,7 +45,8 @@ def _table(values, diverged=False) -> pd.DataFrame:
 
 # ---- the plateau window and the rates --------------------------------------------------------
 @pytest.mark.parametrize("n_rounds, tail, n", [(41, 0.1, 4), (41, 0.5, 20), (41, 0.01, 2), (3, 0.9, 2),
-                                               (2, 1.0, 2), (1, 0.5, 1), (101, 0.125, 12)])
+                                               (2, 1.0, 2), (1, 0.5, 1), (101, 0.125, 12),
+                                               (11, 0.9, 9)])
 def test_window_is_the_last_tail_fraction_of_rounds_and_at_least_two(n_rounds, tail, n):
     assert lsa.window_length(_curve(np.ones(n_rounds)), tail) == n
 
@@ -109,6 +110,8 @@ def test_seed_plateaus_and_their_standard_error():
         assert np.isnan(lsa.plateau_se(tables[:1], 0.2))              # one seed
     short = _table(np.ones(15))                                        # misses the window
     assert np.isnan(lsa.plateau_se(tables + [short], 0.2))
+    two = want[:2]
+    assert lsa.plateau_se(tables[:2], 0.2) == pytest.approx(abs(two[0] - two[1]) / np.sqrt(2) / np.sqrt(2), rel=1e-12)
 
 
 # ---- collect and summary -----------------------------------------------------------------------
@@ -127,6 +130,7 @@ def _lsa_run(root, method, seed, curve, *, setting="heterogeneous", N=2, eta=0.5
 
 def test_collect_reads_the_predictions_per_oracle_and_skips_other_methods(tmp_path):
     c = np.ones(5)
+    other = _lsa_run(tmp_path, "rfedavg", 0, c)                   # first: skipped, not the end
     exact = _lsa_run(tmp_path, "fedavg", 0, c, oracle=None,       # no oracle key: the pool oracle
                      predictions={"fedlsa_bias_sq": 2.0, "fedlsa_plateau_pool": 3.0,
                                   "fedlsa_variance_pool": 1.0, "fedlsa_bias_sq_pool": 2.5,
@@ -134,8 +138,7 @@ def test_collect_reads_the_predictions_per_oracle_and_skips_other_methods(tmp_pa
     ex = _lsa_run(tmp_path, "scafflsa", 1, c, oracle="exact", B=3,
                   predictions={"fedlsa_bias_sq": 2.0, "fedlsa_plateau_pool": 3.0, "fedlsa_round_contraction": 0.2,
                                "fedlsa_second_moment_contraction": None})
-    other = _lsa_run(tmp_path, "rfedavg", 0, c)
-    runs = lsa.collect([exact, ex, other])
+    runs = lsa.collect([other, exact, ex])
     assert [r["method"] for r in runs] == ["fedavg", "scafflsa"]
     p, e = runs
     assert (p["oracle"], p["setting"], p["N"], p["eta"], p["H"], p["seed"], p["batch_size"]) == \
@@ -181,7 +184,8 @@ def test_summary_of_cells_with_one_method_and_differing_predictions(tmp_path):
     window = 0.5 ** t[-n:]
     plateau = 2.0 + 2.0 * window.mean()                                  # mean over seeds of C = 2
     assert f["fedlsa_plateau"] == pytest.approx(plateau, rel=1e-12)
-    assert f["predicted_bias_sq"] == 2.5 and f["predicted_plateau"] == 2.5
+    assert f["predicted_bias_sq"] == 2.5 and f["predicted_plateau"] == 2.5 and f["batch_size"] == 1
+    assert f["predicted_variance"] == 0.0 and f["predicted_bias_sq_pool"] == 2.5     # exact oracle: the bias
     assert f["rel_error"] == pytest.approx(abs(plateau - 2.5) / 2.5, rel=1e-12)
     assert f["plateau_ratio"] == pytest.approx(plateau / 2.5, rel=1e-12)
     assert f["fedlsa_seeds"] == 3 and f["scafflsa_seeds"] == 0
@@ -189,14 +193,14 @@ def test_summary_of_cells_with_one_method_and_differing_predictions(tmp_path):
     assert f["scafflsa_factor"] == np.inf                               # nothing to compare with
     assert f["initial"] == pytest.approx(2.0 + 2.0) and f["rounds"] == T
     # start of the window: round T - n + 1 = 37; initial 4 x 0.5^37
-    assert f["transient"] == pytest.approx(4.0 * 0.5 ** (T - n + 1), rel=1e-12)
+    assert f["transient"] == pytest.approx(4.0 * 0.5 ** (T - n + 1), rel=1e-12, abs=0)
     assert f["contraction"] == 0.5
     seeds = np.array([2.0 + c * window.mean() for c in (1.0, 3.0, 2.0)])
     assert f["fedlsa_plateau_se"] == pytest.approx(seeds.std(ddof=1) / np.sqrt(3), rel=1e-12)
     assert f["z"] == pytest.approx((plateau - 2.5) / f["fedlsa_plateau_se"], rel=1e-12)
     # the SCAFFLSA-only cell: its curve gives the rounds and the start, FedLSA's columns are empty
     assert s["rounds"] == T and s["initial"] == 8.0
-    assert s["scafflsa_last"] == pytest.approx(8.0 * 0.25 ** T, rel=1e-12)
+    assert s["scafflsa_last"] == pytest.approx(8.0 * 0.25 ** T, rel=1e-12, abs=0)
     assert s["scafflsa_rate"] == pytest.approx(0.25, rel=1e-9)
     assert s["scafflsa_seeds"] == 1 and np.isnan(s["scafflsa_plateau_se"]) and s["fedlsa_seeds"] == 0
     assert np.isnan(s["fedlsa_plateau"]) and np.isnan(s["rel_error"]) and np.isnan(s["plateau_ratio"])
@@ -473,8 +477,8 @@ def test_figure_panels_curves_and_predicted_plateaus(tmp_path):
                 verts = band.get_paths()[0].vertices
                 for r in (0, 30, n - 1):
                     ys = verts[np.isclose(verts[:, 0], r), 1]
-                    assert ys.min() == pytest.approx(wide.min(axis=0)[r]) and \
-                        ys.max() == pytest.approx(wide.max(axis=0)[r])
+                    assert ys.min() == pytest.approx(wide.min(axis=0)[r], abs=0) and \
+                        ys.max() == pytest.approx(wide.max(axis=0)[r], abs=0)
             # the predicted plateau of each H with a bias (none for H = 1, where it is 0)
             levels = sorted(ln.get_ydata()[0] for ln in preds)
             expected = sorted({("exact", 2, 0.5): [0.3], ("exact", 3, 0.1): [0.2],

@@ -182,7 +182,7 @@ def summary(runs: list[dict], tail: float) -> pd.DataFrame:
                    predicted_bias_sq_pool=pred("predicted_bias_sq_pool"),
                    contraction=pred("contraction"))
         for method, col in ((FEDLSA, "fedlsa"), (SCAFFLSA, "scafflsa")):
-            rs = by_method.get(method, [])
+            rs = by_method[method]              # (a defaultdict: [] without runs)
             if not rs:
                 row.update({f"{col}_plateau": np.nan, f"{col}_last": np.nan, f"{col}_plateau_se": np.nan,
                             f"{col}_window_ratio": np.nan, f"{col}_seeds": 0, f"{col}_rate": np.nan})
