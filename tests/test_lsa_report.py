@@ -215,6 +215,17 @@ def test_relative_error_of_h1_cells_only_with_the_pool_oracle(tmp_path):
     table = lsa.summary(lsa.collect(paths), tail=0.1).set_index("oracle")
     assert np.isnan(table.loc["exact", "rel_error"])
     assert table.loc["pool", "rel_error"] == pytest.approx(0.5)
+    # H = 2, exact oracle, a prediction below 1; two identical seeds (se = 0: no z); SCAFFLSA ends at 0
+    more = [_lsa_run(tmp_path / "h2", "fedavg", s, c, H=2, predictions={"fedlsa_bias_sq": 0.5}) for s in (0, 1)]
+    more.append(_lsa_run(tmp_path / "h2", "scafflsa", 0, np.r_[np.ones(T), 0.0], H=2))
+    row = lsa.summary(lsa.collect(more), tail=0.1).iloc[0]
+    assert row["rel_error"] == pytest.approx(abs(3.0 - 0.5) / 0.5) and row["plateau_ratio"] == pytest.approx(6.0)
+    assert row["fedlsa_plateau_se"] == 0.0 and np.isnan(row["z"])
+    assert row["scafflsa_last"] == 0.0 and row["scafflsa_factor"] == np.inf
+    assert row["fedlsa_window_ratio"] == 1.0 and np.isnan(row["scafflsa_window_ratio"])
+    for col in ("batch_size", "fedlsa_window_ratio", "scafflsa_window_ratio", "predicted_bias_sq_pool",
+                "predicted_variance", "transient", "scafflsa_plateau"):
+        assert col in row.index, col
     empty = lsa.summary([], tail=0.1)
     assert len(empty) == 0 and "fedlsa_plateau" in empty.columns
 
@@ -231,9 +242,11 @@ def _row(**kw):
 
 def test_display_marks_the_h1_cells_and_formats_the_keys():
     t = pd.DataFrame([_row(), _row(H=1, rel_error=np.nan, scafflsa_factor=7.0),
-                      _row(oracle="pool", H=1, rel_error=0.3, eta=2.0)])
+                      _row(oracle="pool", H=1, rel_error=0.3, eta=2.0, setting="homogeneous")])
     d = lsa.display(t)
     assert list(d["eta"]) == ["0.05", "0.05", "2"] and list(d["N"]) == ["2"] * 3
+    assert list(d["oracle"]) == ["exact", "exact", "pool"] and d["setting"].iloc[2] == "homogeneous"
+    assert lsa.display(pd.DataFrame([_row(eta=1e-5)]))["eta"].tolist() == ["1e-05"]
     assert list(d["H"]) == ["4", "1", "1"] and list(d["rounds"]) == ["40"] * 3 and list(d["seeds"]) == ["5"] * 3
     assert d["rel. error"].tolist() == [0.04, "n/a (H = 1: bias 0)", 0.3]
     assert d["SCAFFLSA factor"].tolist() == [2400.0, "n/a (H = 1)", "n/a (H = 1)"]
@@ -250,6 +263,7 @@ def test_display_pool_shows_plus_minus_the_standard_error():
     assert r["FedLSA plateau ± se"] == "2.4 ± 0.012"
     assert r["SCAFFLSA plateau ± se"] == "0.5"                         # no standard error
     assert (r["B"], r["N"], r["H"], r["rounds"], r["seeds"]) == ("3", "2", "4", "40", "5")
+    assert r["setting"] == "heterogeneous"
     assert (r["pred. bias^2"], r["pred. variance"], r["pred. plateau"], r["z"]) == (1.5, 1.0, 2.5, -8.1)
 
 

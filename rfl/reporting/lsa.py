@@ -203,11 +203,9 @@ def summary(runs: list[dict], tail: float) -> pd.DataFrame:
                             if (row["H"] > 1 or row["oracle"] != "exact") and target > 0 else np.nan)
         row["z"] = ((row["fedlsa_plateau"] - target) / row["fedlsa_plateau_se"]
                     if row["fedlsa_plateau_se"] > 0 else np.nan)
-        if "rounds" in row:
-            start = row["rounds"] - window_length(pd.Series(np.zeros(row["rounds"] + 1)), tail) + 1
-            row["transient"] = float(row["initial"] * row["contraction"] ** start)
-        else:
-            row["transient"] = np.nan
+        # (every cell has a run of some method, so "rounds" and "initial" are set)
+        start = row["rounds"] - window_length(pd.Series(np.zeros(row["rounds"] + 1)), tail) + 1
+        row["transient"] = float(row["initial"] * row["contraction"] ** start)
         row["scafflsa_factor"] = (row["fedlsa_plateau"] / row["scafflsa_last"]
                                   if row["scafflsa_last"] > 0 else np.inf)
         rows.append(row)
