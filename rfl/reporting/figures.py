@@ -90,16 +90,16 @@ def load_runs(tables) -> dict[tuple, list[pd.DataFrame]]:
 
 def _load_runs(tables) -> tuple[dict[tuple, list[pd.DataFrame]], list[str]]:
     """(load_runs(tables), the problems of the runs in order of appearance)."""
-    groups, problems = defaultdict(list), {}
+    groups, problems = defaultdict(list), []
     io.check_sampler_versions(tables)
     for path in tables:
         table, meta = io.read_run_table(path)
         spec = meta["spec"]
         groups[method_key(spec["algorithm"])].append(table)
-        problems[spec["dataset"]["problem"]] = None
+        problems.append(spec["dataset"]["problem"])
     order = sorted(groups.items(), key=lambda kv: (_algorithm(kv[0][0]).plot_order, kv[0][1] or 0,
                                                   isinstance(kv[0][2], str), kv[0][2] or 0))
-    return dict(order), list(problems)
+    return dict(order), list(dict.fromkeys(problems))
 
 
 def _column(t: pd.DataFrame, metric: str, index) -> pd.Series:

@@ -182,7 +182,7 @@ def summary(runs: list[dict], tail: float) -> pd.DataFrame:
                    predicted_bias_sq_pool=pred("predicted_bias_sq_pool"),
                    contraction=pred("contraction"))
         for method, col in ((FEDLSA, "fedlsa"), (SCAFFLSA, "scafflsa")):
-            rs = by_method.get(method, [])
+            rs = by_method[method]              # (a defaultdict: [] without runs)
             if not rs:
                 row.update({f"{col}_plateau": np.nan, f"{col}_last": np.nan, f"{col}_plateau_se": np.nan,
                             f"{col}_window_ratio": np.nan, f"{col}_seeds": 0, f"{col}_rate": np.nan})
@@ -203,11 +203,9 @@ def summary(runs: list[dict], tail: float) -> pd.DataFrame:
                             if (row["H"] > 1 or row["oracle"] != "exact") and target > 0 else np.nan)
         row["z"] = ((row["fedlsa_plateau"] - target) / row["fedlsa_plateau_se"]
                     if row["fedlsa_plateau_se"] > 0 else np.nan)
-        if "rounds" in row:
-            start = row["rounds"] - window_length(pd.Series(np.zeros(row["rounds"] + 1)), tail) + 1
-            row["transient"] = float(row["initial"] * row["contraction"] ** start)
-        else:
-            row["transient"] = np.nan
+        # (every cell has a run of some method, so "rounds" and "initial" are set)
+        start = row["rounds"] - window_length(pd.Series(np.zeros(row["rounds"] + 1)), tail) + 1
+        row["transient"] = float(row["initial"] * row["contraction"] ** start)
         row["scafflsa_factor"] = (row["fedlsa_plateau"] / row["scafflsa_last"]
                                   if row["scafflsa_last"] > 0 else np.inf)
         rows.append(row)
@@ -261,8 +259,9 @@ def _plotted(n: int, points: int = 400) -> np.ndarray:
     """Row positions drawn on the log round axis: the first 50 rounds, then ~``points``
     geometrically spaced ones, and the last (a curve of 3000 rounds looks the same, drawn
     much faster)."""
-    return np.unique(np.concatenate([np.arange(min(n, 50)),
+    rows = np.unique(np.concatenate([np.arange(min(n, 50)),
                                      np.geomspace(1, max(n - 1, 1), points).astype(int), [n - 1]]))
+    return rows[rows < n]          # (one round: the geometric part's 1 is past the end)
 
 
 def draw(runs: list[dict], setting: str, out_pdf) -> None:

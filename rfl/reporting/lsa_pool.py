@@ -27,7 +27,7 @@ LEVEL = 0.99          # two-sided level of the t-tolerance
 
 def t_quantile(seeds: float) -> float:
     """Two-sided ``LEVEL`` quantile of Student's t with seeds - 1 degrees of freedom (NaN < 2)."""
-    return float(stats.t.ppf(0.5 + LEVEL / 2, seeds - 1)) if seeds >= 2 else np.nan
+    return float(stats.t.ppf(0.5 + LEVEL / 2, seeds - 1))     # NaN for seeds - 1 <= 0
 
 
 def plateau_checks(t: pd.DataFrame) -> pd.DataFrame:

@@ -130,8 +130,8 @@ def _row(scope: str, name: str, jobs: list[dict]) -> dict:
     cpu = _nansum(j["cpu_s"] for j in jobs)
     startup = _nansum(j["startup_s"] for j in jobs)
     runs = [j for j in jobs if j["experiment"]]
-    rounds = _nansum(j["rounds_s"] for j in runs) if runs else math.nan
-    runs_wall = _nansum(j["wall_s"] for j in runs) if runs else math.nan
+    rounds = _nansum(j["rounds_s"] for j in runs)          # (no run job: nan)
+    runs_wall = _nansum(j["wall_s"] for j in runs)
     return {"scope": scope, "name": name, "jobs": len(jobs), "cpu_s": cpu, "startup_s": startup,
             "startup_share": startup / cpu if cpu else math.nan, "rounds_s": rounds,
             "outside_rounds_share": 1 - rounds / runs_wall if runs_wall else math.nan,
@@ -203,7 +203,7 @@ def write_performance(spec: dict, out_csv, files=None) -> list[dict]:
         w = csv.DictWriter(fh, fieldnames=CSV_COLUMNS, lineterminator="\n")
         w.writeheader()
         for r in rows:
-            w.writerow({c: (f"{r[c]:.6g}" if isinstance(r.get(c), float) else r.get(c, ""))
+            w.writerow({c: (f"{r[c]:.6g}" if isinstance(r.get(c), float) else r.get(c))   # None: ""
                         for c in CSV_COLUMNS})
     with io.atomic_path(out_csv.with_suffix(".md")) as tmp:
         tmp.write_text(markdown(rows, rows[-1]["machine"], rows[-1]["config"]), encoding="utf-8")
@@ -234,7 +234,7 @@ def read_performance_csv(path) -> list[dict]:
             raise PerfInputError(what)
         for r in rows:
             for c in COLUMNS[2:]:
-                r[c] = float(r[c]) if r[c] not in ("", "nan") else math.nan
+                r[c] = float(r[c]) if r[c] != "" else math.nan      # (float("nan") is nan)
     except (UnicodeDecodeError, ValueError, TypeError, csv.Error) as exc:
         if isinstance(exc, PerfInputError):
             raise
@@ -254,10 +254,10 @@ def asv_units(result_json) -> dict:
     path = Path(result_json)
     try:
         kept = json.loads(path.read_text(encoding="utf-8")).get("units")
+        if isinstance(kept, dict):
+            return kept
     except (OSError, ValueError, AttributeError):
-        kept = None
-    if isinstance(kept, dict):
-        return kept
+        pass
     bench_json = path.parent.parent / "benchmarks.json"
     if bench_json.is_file():
         return {k: v.get("unit", "") for k, v in json.loads(bench_json.read_text()).items()
@@ -288,9 +288,9 @@ def asv_tracks(result_json) -> tuple[str, list[tuple[str, str]]]:
         values, params = entry.get("result"), entry.get("params") or []
         if values is None:
             continue
-        combos = list(itertools.product(*params)) if params else [()]
+        combos = list(itertools.product(*params))       # no parameters: [()]
         values = values if isinstance(values, list) else [values]
-        short = name.split(".", 1)[1] if "." in name else name
+        short = name.split(".", 1)[1]          # a ".track_" name has a module part
         for combo, value in zip(combos, values):
             if value is None or (isinstance(value, float) and math.isnan(value)):
                 continue
@@ -351,7 +351,7 @@ def keep_readme_inputs(readme, perf_csv, asv_json=None) -> None:
         if src is None:
             dst.unlink(missing_ok=True)
         elif Path(src).resolve() != dst:
-            dst.parent.mkdir(parents=True, exist_ok=True)
+            dst.parent.mkdir(exist_ok=True)
             if name == README_ASV_INPUT:       # keep the units, which live beside the result
                 data = json.loads(Path(src).read_text(encoding="utf-8"))
                 data["units"] = asv_units(src)

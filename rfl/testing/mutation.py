@@ -47,7 +47,8 @@ TESTS = {
     "reporting": ["test_verdicts.py", "test_tables.py", "test_lsa_workflow.py", "test_workflow.py",
                   "test_newer_synthetic_verdicts.py", "test_newer_version_report.py",
                   "test_partial_explanations.py", "test_participation_report.py", "test_heterogeneity_report.py",
-                  "test_report_sections.py"],
+                  "test_report_sections.py", "test_figure_data.py", "test_performance_rows.py",
+                  "test_lsa_report.py"],
 }
 #: tests left out: those that start ``rfl`` or ``snakemake`` as subprocesses (they import the
 #: installed rfl, not the mutant, and their timing-dependent checks fail in mutmut's copy)
