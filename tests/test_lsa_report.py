@@ -252,7 +252,7 @@ def test_display_marks_the_h1_cells_and_formats_the_keys():
     assert d["SCAFFLSA factor"].tolist() == [2400.0, "n/a (H = 1)", "n/a (H = 1)"]
     assert d["predicted plateau"].tolist() == [2.5, 2.5, 2.5]
     assert d["FedLSA plateau"].tolist() == [2.4] * 3 and d["SCAFFLSA, last round"].tolist() == [1e-3] * 3
-    assert d["predicted ||bias||^2"].tolist() == [2.0] * 3
+    assert d["predicted norm(bias)^2"].tolist() == [2.0] * 3
     old = lsa.display(pd.DataFrame([_row()]).drop(columns="predicted_plateau"))   # an older table
     assert old["predicted plateau"].tolist() == [2.0]
 

@@ -225,7 +225,7 @@ def display(table: pd.DataFrame) -> pd.DataFrame:
     out = pd.DataFrame({
         "oracle": table["oracle"], "setting": table["setting"], "N": table["N"].astype(str),
         "eta": table["eta"].map("{:g}".format), "H": table["H"].astype(str),
-        "predicted ||bias||^2": table["predicted_bias_sq"],
+        "predicted norm(bias)^2": table["predicted_bias_sq"],   # no "|": it would split the Markdown cell
         # (tables of exact-oracle studies written before the pool oracle's prediction: the bias)
         "predicted plateau": table.get("predicted_plateau", table["predicted_bias_sq"]),
         "FedLSA plateau": table["fedlsa_plateau"],
