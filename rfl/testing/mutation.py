@@ -121,7 +121,7 @@ def prepare(package: str, workdir: Path) -> None:
     text += ("\n[tool.mutmut]\n"
              'source_paths = ["rfl/"]\n'
              f'only_mutate = ["rfl/{package}/*"]\n'
-             'also_copy = ["tests/", "config/", "docs/", "rules/", "Snakefile", "benchmarks/"]\n'
+             'also_copy = ["tests/", "config/", "docs/", "rules/", "Snakefile", "benchmarks/", "README.md"]\n'
              f"pytest_add_cli_args_test_selection = {_toml_list(selection(package))}\n"
              'pytest_add_cli_args = ["-p", "no:cacheprovider", "-q", "-x"]\n')
     pyproject.write_text(text)
