@@ -177,3 +177,188 @@ def test_rlbfgs_far_fewer_iterations_than_rsd():
     assert 10 * k_lbfgs < k_sd
     # both at the optimum: F - F* <= ||grad||^2 / (4 cos^2(theta) gap) ~ 2.5e-10 (gap = 1e-3)
     assert abs(p.cost(x_lbfgs) + 1.0) < 1e-9 and abs(p.cost(x_sd) + 1.0) < 1e-9
+
+
+# ---- the pymanopt view: every map is ours, at one point -------------------------------
+def test_view_maps_are_the_spheres_closed_forms():
+    """On S^{n-1} (exp retraction, parallel transport) each map of the view against its
+    closed form: P_x(u) = u - <x, u> x, Exp_x(u) = cos|u| x + sin|u| u/|u|, Log_x(y) =
+    theta w/|w| with w = P_x(y), theta = arccos <x, y> = dist(x, y); parallel transport keeps
+    norms and lands in T_y; inner products are Python floats (pymanopt's ZeroDivisionError
+    guards need them)."""
+    from rfl.manifolds import Sphere
+    n = 5
+    view = PymanoptView(Sphere(n, "exp", "parallel"))
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal(n)
+    x /= np.linalg.norm(x)
+    a, b = rng.standard_normal(n), rng.standard_normal(n)
+    u, v = a - (x @ a) * x, b - (x @ b) * x
+    assert view.dim == n - 1 and str(view).startswith("rfl Sphere(")
+    assert view.typical_dist == pytest.approx(np.sqrt(n - 1), abs=1e-15)
+    ip = view.inner_product(x, u, v)
+    assert type(ip) is float and ip == pytest.approx(u @ v, abs=1e-14)
+    assert type(view.norm(x, u)) is float and view.norm(x, u) == pytest.approx(np.linalg.norm(u), abs=1e-14)
+    np.testing.assert_allclose(view.projection(x, a), u, rtol=0, atol=1e-14)
+    np.testing.assert_allclose(view.to_tangent_space(x, a), u, rtol=0, atol=1e-14)
+    np.testing.assert_allclose(view.euclidean_to_riemannian_gradient(x, a), u, rtol=0, atol=1e-14)
+    t = np.linalg.norm(u)
+    y = np.cos(t) * x + np.sin(t) * u / t
+    np.testing.assert_allclose(view.exp(x, u), y, rtol=0, atol=1e-14)
+    np.testing.assert_allclose(view.retraction(x, u), y, rtol=0, atol=1e-14)       # the exp retraction
+    w = y - (x @ y) * x
+    theta = np.arccos(np.clip(x @ y, -1, 1))
+    np.testing.assert_allclose(view.log(x, y), theta * w / np.linalg.norm(w), rtol=0, atol=1e-12)
+    d = view.dist(x, y)
+    assert type(d) is float and d == pytest.approx(t, abs=1e-12)
+    moved = view.transport(x, y, v)
+    assert abs(moved @ y) < 1e-14 and np.linalg.norm(moved) == pytest.approx(np.linalg.norm(v), abs=1e-14)
+    np.testing.assert_allclose(view.transport(x, x, v), v, rtol=0, atol=1e-15)
+    np.testing.assert_array_equal(view.zero_vector(x), np.zeros(n))
+
+
+def test_view_random_objects_follow_numpys_global_seed():
+    """pymanopt draws with numpy's global state: the view's random points and tangent vectors
+    lie on the manifold / in the tangent space and repeat under np.random.seed."""
+    from rfl.manifolds import SPD
+    m = SPD(3)
+    view = PymanoptView(m)
+    np.random.seed(11)
+    x, u = view.random_point(), None
+    u = view.random_tangent_vector(x)
+    np.random.seed(11)
+    x2 = view.random_point()
+    np.testing.assert_array_equal(x, x2)
+    np.testing.assert_array_equal(u, view.random_tangent_vector(x2))
+    assert x.shape == (3, 3) and u.shape == (3, 3)
+    assert m.distance_from_manifold(x[None])[0] < 1e-12                     # symmetric positive definite
+    np.testing.assert_allclose(u, u.T, rtol=0, atol=1e-14)                   # T_x SPD: symmetric matrices
+    assert view.norm(x, u) == pytest.approx(1.0, abs=1e-12)                  # a unit tangent vector
+    np.random.seed(12)
+    assert not np.allclose(view.random_point(), x)
+
+
+def test_view_random_points_of_different_global_seeds_differ():
+    """The view's Generator is seeded from 2^32 values of numpy's global state: 200 global
+    seeds give 200 different points."""
+    from rfl.manifolds import Sphere
+    view = PymanoptView(Sphere(4))
+    points = set()
+    for seed in range(200):
+        np.random.seed(seed)
+        points.add(tuple(np.round(view.random_point(), 12)))
+    assert len(points) == 200
+
+
+# ---- RSD / RCG: options reach pymanopt, counters, the worker thread -------------------
+def _drain(alg, x0, rounds, limit=60.0):
+    """list(alg.iterate(x0, rounds)) in a thread that must finish within ``limit`` seconds
+    (a lock-step bug would otherwise hang the test run)."""
+    out = {}
+
+    def run():
+        try:
+            out["rows"] = list(alg.iterate(x0, rounds))
+        except BaseException as exc:          # handed to the test below
+            out["error"] = exc
+
+    th = threading.Thread(target=run, daemon=True)
+    th.start()
+    th.join(limit)
+    assert not th.is_alive(), "iterate did not finish: the worker and the generator are out of step"
+    if "error" in out:
+        raise out["error"]
+    return out["rows"]
+
+
+@pytest.mark.parametrize("cls", [RSD, RCG])
+def test_rows_and_counters_without_hanging(sphere, cls):
+    """rounds rows, then the worker stops: grad_count = rounds (one gradient per iterate
+    stepped from, none after the last row), cost_evals = the cost evaluations made."""
+    p, _, _, x0 = sphere
+    calls = {"cost": 0}
+
+    class Counting(CPESph):
+        def cost(self, x):
+            calls["cost"] += 1
+            return super().cost(x)
+
+    alg = cls(Counting(p.Z))
+    assert (alg.cost_evals, alg.grad_count, alg.result, alg.stop_reason) == (0, 0, None, None)
+    assert alg.manifold is alg.problem.manifold
+    rows = _drain(alg, x0, 6)
+    assert len(rows) == 6 and alg.stop_reason == "rounds"
+    assert alg.grad_count == 6
+    assert alg.cost_evals == calls["cost"] >= 6
+    again = _drain(alg, x0, 3)                     # counters restart with each run
+    np.testing.assert_array_equal(np.array([x for _, x, _ in again]), np.array([x for _, x, _ in rows[:3]]))
+    assert alg.grad_count == 3
+
+
+@pytest.mark.parametrize("cls", [RSD, RCG])
+def test_zero_rounds_yield_nothing_and_say_so(sphere, cls):
+    p, _, _, x0 = sphere
+    alg = cls(p)
+    assert _drain(alg, x0, 0) == [] and alg.stop_reason == "rounds"
+    assert alg.grad_count == 0 and alg.cost_evals == 0
+
+
+@pytest.mark.parametrize("cls", [RSD, RCG])
+def test_the_worker_is_a_named_daemon_thread(sphere, cls):
+    """The optimizer runs in a daemon thread named rfl-<method>: an abandoned generator never
+    keeps the interpreter alive, and a thread dump names the method."""
+    p, _, _, x0 = sphere
+    gen = cls(p).iterate(x0, 5)
+    next(gen)
+    workers = [th for th in threading.enumerate() if th.name == f"rfl-{cls.name}"]
+    assert len(workers) == 1 and workers[0].daemon
+    gen.close()
+
+
+@pytest.mark.parametrize("cls", [RSD, RCG])
+def test_tolerance_reaches_pymanopt(sphere, cls):
+    """A loose tolerance ends the run by pymanopt's gradient criterion: RCG's last row is the
+    first iterate with ||grad|| < tolerance; RSD tests the gradient after stepping, so its
+    second-last row is."""
+    p, _, _, x0 = sphere
+    tol = 1e-2
+    alg = cls(p, tolerance=tol)
+    rows = _drain(alg, x0, 500)
+    assert "min grad norm" in alg.stop_reason and len(rows) < 500
+    norms = [p.grad_norm(x0)] + [p.grad_norm(x) for _, x, _ in rows]
+    first = next(i for i, g in enumerate(norms) if g < tol)
+    assert first == len(rows) - (1 if cls is RSD else 0)
+    assert alg.result.log["stopping_criteria"]["min_gradient_norm"] == tol
+
+
+@pytest.mark.parametrize("cls", [RSD, RCG])
+def test_min_step_size_and_max_time_reach_pymanopt(sphere, cls):
+    p, _, _, x0 = sphere
+    alg = cls(p, min_step_size=1e3)                # every step is shorter
+    rows = _drain(alg, x0, 50)
+    assert len(rows) == 1 and "min step_size" in alg.stop_reason
+    alg = cls(p, max_time=0.0)                     # out of time at the first check
+    assert len(_drain(alg, x0, 50)) <= 1 and "max time" in alg.stop_reason
+    assert alg.result.log["stopping_criteria"]["max_time"] == 0.0
+
+
+@pytest.mark.parametrize("cls", [RSD, RCG])
+def test_pymanopt_runs_silently_without_an_iteration_log(sphere, cls, capsys):
+    """Nothing is printed (the runner's output stays clean) and pymanopt keeps no
+    per-iteration log (memory stays flat over long runs)."""
+    p, _, _, x0 = sphere
+    alg = cls(p, tolerance=1e-1)
+    _drain(alg, x0, 200)
+    assert alg.result is not None and alg.result.log["iterations"] is None
+    assert capsys.readouterr().out == ""
+
+
+def test_a_given_line_searcher_is_used(sphere):
+    """RSD(line_searcher=...) steps with that searcher: a backtracking search whose initial
+    step is tiny (initial_step_size 1e-3, no optimism) gives other, shorter steps."""
+    from pymanopt.optimizers.line_search import BackTrackingLineSearcher
+    p, _, _, x0 = sphere
+    default = _drain(RSD(p), x0, 3)
+    timid = _drain(RSD(p, line_searcher=BackTrackingLineSearcher(initial_step_size=1e-3, optimism=1.0)), x0, 3)
+    step = lambda rows: np.linalg.norm(rows[0][1] - x0)
+    assert step(timid) < step(default) / 10
