@@ -351,3 +351,54 @@ def test_make_step_size_names_an_unknown_or_missing_rule():
         make_step_size({"alpha": 0.3})
     with pytest.raises(ValueError, match=r"^step\.rule='adam' is unknown; allowed: fixed, decaying$"):
         make_step_size({"rule": "adam"})
+
+
+# ---- the local work functions, step by step ---------------------------------------------
+@pytest.mark.parametrize("method", ["sgd", "rsvrg"])
+def test_local_steps_ask_for_the_batch_of_each_step_in_order(sphere_data, method):
+    """batches(k) is called once per local step with k = 0, ..., K-1 (a Flower client draws
+    its rows from k), by RFedAGS's stream and by RFedAvg's local SGD; a local method the
+    stream does not know is refused by name."""
+    from rfl.algorithms.rfedags import gradient_stream
+    from rfl.algorithms.rfedavg import local_sgd
+    p = CPESph(sphere_data)
+    agents = np.array([0, 2, 5])
+    x = np.repeat(p.initial_point(np.random.default_rng(0))[None], 3, axis=0)
+    sampler = _sampler(p, 4, None, 2)
+    for fn, kw in ((gradient_stream, {"local_method": method}), (local_sgd, {})):
+        if fn is local_sgd and method == "rsvrg":
+            continue
+        seen = []
+
+        def batches(k):
+            seen.append(k)
+            return sampler.batches(agents)
+
+        fn(p, x, agents, 0.1, 4, batches, **kw)
+        assert seen == [0, 1, 2, 3], fn.__name__
+    with pytest.raises(ValueError, match=r"^local_method='adam' is unknown; allowed: sgd, rsvrg$"):
+        gradient_stream(p, x, agents, 0.1, 2, lambda k: sampler.batches(agents), "adam")
+
+
+def test_fedavg_uses_the_step_of_each_round(least_squares):
+    """FedAvg with the decaying rule (5.2) equals the per-agent loop with the same rule."""
+    p = least_squares
+    x0 = np.zeros(4)
+    step = Decaying(0.2, 1.0, 1)
+    avg = _iterates(FedAvg(p, step, 3, 4, 2), x0, 6, seed=4)
+    loop = fedavg_loop(p, x0, step, 3, 6, _sampler(p, 4, 2, 4))
+    np.testing.assert_allclose(np.array(avg), np.array(loop), rtol=0, atol=1e-12)
+
+
+def test_rfedproj_round_without_reset_starts_from_the_given_point(sphere_data):
+    """A round called before any reset takes x_bar = x_t: the same as reset(x_t) first."""
+    from rfl.algorithms import RFedProj
+    p = CPESph(sphere_data)
+    x0 = p.initial_point(np.random.default_rng(1))
+    fresh = RFedProj(p, Fixed(0.1), 2, 3)
+    after_reset = RFedProj(p, Fixed(0.1), 2, 3)
+    after_reset.reset(x0)
+    a = fresh.round(x0, 0, _sampler(p, 3, None, 5))
+    b = after_reset.round(x0, 0, _sampler(p, 3, None, 5))
+    np.testing.assert_array_equal(a.x, b.x)
+    assert np.all(np.isfinite(a.x)) and np.abs(a.x - x0).max() > 1e-6

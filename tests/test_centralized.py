@@ -362,3 +362,51 @@ def test_a_given_line_searcher_is_used(sphere):
     timid = _drain(RSD(p, line_searcher=BackTrackingLineSearcher(initial_step_size=1e-3, optimism=1.0)), x0, 3)
     step = lambda rows: np.linalg.norm(rows[0][1] - x0)
     assert step(timid) < step(default) / 10
+
+
+@pytest.mark.parametrize("version,expected", [("1.17.1", (1, 17, 1)), ("1.9.0rc1", (1, 9, 0)),
+                                              ("2.0", (2, 0)), ("1.10.0.dev0+abc", (1, 10, 0)),
+                                              ("dev", ())])
+def test_version_tuple_reads_the_leading_release_numbers(version, expected):
+    from rfl.algorithms.centralized import _version_tuple
+    assert _version_tuple(version) == expected
+
+
+@pytest.mark.parametrize("version,patched", [("1.8.9", False), ("1.9.0", True), ("1.10.1", True),
+                                             ("2.0.0", True)])
+def test_expm_patch_compares_versions_numerically(monkeypatch, version, patched):
+    """scipy >= 1.9 (numerically: 1.10 > 1.9) gets the batched expm, once; older scipy keeps
+    pymanopt's choice."""
+    import scipy
+    import scipy.linalg
+
+    import pymanopt.tools.multi as multi
+
+    def before(a):
+        return a
+
+    monkeypatch.setattr(scipy, "__version__", version)
+    monkeypatch.setattr(multi, "scipy_expm", before)
+    assert patch_pymanopt_expm() is patched
+    assert multi.scipy_expm is (scipy.linalg.expm if patched else before)
+    assert patch_pymanopt_expm() is False                    # nothing left to do
+
+
+@pytest.mark.parametrize("beta_rule,orth_value", [("FletcherReeves", np.inf), ("PolakRibiere", 0.1),
+                                                  ("HestenesStiefel", np.inf)])
+def test_rcg_options_reach_pymanopts_conjugate_gradient(sphere, beta_rule, orth_value):
+    """RCG's rows are pymanopt's ConjugateGradient iterates with the same beta rule, Powell
+    restart threshold and line searcher (its log holds the pre-step points)."""
+    from pymanopt.optimizers.line_search import BackTrackingLineSearcher
+    p, _, _, x0 = sphere
+    rounds = 8
+    alg = RCG(p, beta_rule=beta_rule, orth_value=orth_value, line_searcher=BackTrackingLineSearcher())
+    rows = [x for _, x, _ in _drain(alg, x0, rounds)]
+    opt = pymanopt.optimizers.ConjugateGradient(beta_rule=beta_rule, orth_value=orth_value,
+                                                line_searcher=BackTrackingLineSearcher(),
+                                                max_iterations=rounds + 1, min_gradient_norm=0.0,
+                                                min_step_size=0.0, verbosity=0, log_verbosity=1)
+    logged = opt.run(alg.pymanopt_problem, initial_point=x0.copy()).log["iterations"]["point"]
+    np.testing.assert_array_equal(np.array(rows), np.array(logged[1:rounds + 1]))
+    default = [x for _, x, _ in _drain(RCG(p), x0, rounds)]
+    assert np.abs(np.array(rows) - np.array(default)).max() > 1e-10      # the options matter here

@@ -405,3 +405,16 @@ def test_manopts_defaults_and_a_negative_memory():
     assert (solver.memory, solver.tolerance, solver.max_iterations, solver.ls_max_steps) == (30, 1e-6, 1000, 25)
     with pytest.raises(ValueError, match=r"^memory must be >= 0, got -1$"):
         RLBFGS(Quadratic(np.eye(2), np.zeros(2)), memory=-1)
+
+
+def test_steps_longer_than_min_step_size_never_restart():
+    """The step length is alpha ||p||: with steps of length > 1 and min_step_size = 1 the run
+    is the plain L-BFGS, its memory never cleared."""
+    rng = np.random.default_rng(9)
+    prob = Quadratic(ill_conditioned(rng, 6), 400.0 * rng.standard_normal(6))
+    x0 = np.zeros(6)
+    want = plain_lbfgs(prob, x0, 4, 3)
+    steps = np.linalg.norm(np.diff(np.array([x0] + want), axis=0), axis=1)
+    assert steps.min() > 1.0 and np.linalg.norm(prob.egrad(x0)) > 1.0
+    got = iterates(RLBFGS(prob, memory=3, tolerance=0.0, min_step_size=1.0), x0, 4)
+    np.testing.assert_allclose(np.array(got), np.array(want), rtol=0, atol=1e-9)

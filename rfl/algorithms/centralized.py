@@ -252,12 +252,12 @@ class _PymanoptSolver(CentralizedSolver):
         go: queue.Queue = queue.Queue()
 
         def report(newx):
-            out.put(("point", np.array(newx, dtype=float, copy=True), self.grad_count))
+            out.put(("point", np.array(newx), self.grad_count))   # np.array copies: the row is the consumer's
             if go.get() == _STOP:
                 raise _Stop
 
         optimizer = self._optimizer(rounds, _ReportingLineSearcher(self.line_searcher, report))
-        x_init = np.array(x0, dtype=float, copy=True)
+        x_init = np.array(x0, dtype=float)
 
         def work():
             try:
