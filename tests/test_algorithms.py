@@ -376,6 +376,9 @@ def test_local_steps_ask_for_the_batch_of_each_step_in_order(sphere_data, method
 
         fn(p, x, agents, 0.1, 4, batches, **kw)
         assert seen == [0, 1, 2, 3], fn.__name__
+    plain = gradient_stream(p, x, agents, 0.1, 2, lambda k: _sampler(p, 4, None, 3).batches(agents))
+    sgd = gradient_stream(p, x, agents, 0.1, 2, lambda k: _sampler(p, 4, None, 3).batches(agents), "sgd")
+    np.testing.assert_array_equal(plain, sgd)                       # the default is plain SGD
     with pytest.raises(ValueError, match=r"^local_method='adam' is unknown; allowed: sgd, rsvrg$"):
         gradient_stream(p, x, agents, 0.1, 2, lambda k: sampler.batches(agents), "adam")
 

@@ -19,6 +19,16 @@ from rfl.problems.base import Problem
 from rfl.testing.manifold import example_ids, registered_examples
 
 
+@pytest.fixture(autouse=True)
+def deadlock_watchdog():
+    """RCG's optimizer thread and its generator run in lock-step; a bug there deadlocks. Then
+    end the test process after 20 s with every thread's traceback rather than stall the run."""
+    import faulthandler
+    faulthandler.dump_traceback_later(20, exit=True)
+    yield
+    faulthandler.cancel_dump_traceback_later()
+
+
 class Quadratic(Problem):
     """F(x) = 1/2 x^T A x - b^T x on R^n; egrad = A x - b."""
 
