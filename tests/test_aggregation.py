@@ -117,3 +117,36 @@ def test_rfedags_stream_on_the_sphere_normalises_x_plus_the_mean_stream():
     np.testing.assert_allclose(retract_weighted_stream(M, x, zeta, w), (x + d) / np.linalg.norm(x + d),
                                rtol=0, atol=TOL)
     np.testing.assert_allclose(retract_weighted_stream(M, x, np.zeros_like(zeta), w), x, rtol=0, atol=TOL)
+
+
+def test_anchored_mean_is_the_anchor_plus_the_weighted_displacements():
+    """Weights that do not sum to 1 (Bernoulli schemes): x_t + sum_j w_j (x^j - x_t), written
+    out per agent; not the plain weighted sum of the points."""
+    from rfl.algorithms.aggregation import anchored_mean
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((4, 3, 2))
+    anchor = rng.standard_normal((3, 2))
+    for w in ([0.5, 0.2, 0.0, 0.1], [0.9, 0.6, 0.3, 0.4], [1, 0, 1, 0]):
+        want = anchor.copy()
+        for j in range(4):
+            want = want + w[j] * (x[j] - anchor)
+        got = anchored_mean(w, x, anchor)
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-14)
+        assert np.abs(got - sum(wj * xj for wj, xj in zip(w, x))).max() > 1e-3
+
+
+def test_anchored_mean_with_normalised_weights_is_the_weighted_mean_bit_for_bit():
+    """Weights summing to 1 (to 1e-12): exactly weighted_mean(w, x), whatever the anchor, so
+    the runs of the normalised schemes are unchanged to the last bit."""
+    from rfl.algorithms.aggregation import anchored_mean, weighted_mean
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((5, 6)) * 1e3
+    anchor = rng.standard_normal(6) * 1e3
+    w = rng.random(5)
+    w /= w.sum()
+    for weights in (w, np.append(w[:-1], 1.0 - w[:-1].sum() + 5e-13)):
+        np.testing.assert_array_equal(anchored_mean(weights, x, anchor), weighted_mean(weights, x))
+    off = np.append(w[:-1], 1.0 - w[:-1].sum() + 1e-9)                # not normalised: anchored
+    np.testing.assert_allclose(anchored_mean(off, x, anchor), anchor + weighted_mean(off, x - anchor[None]),
+                               rtol=0, atol=1e-9)
+    assert not np.array_equal(anchored_mean(off, x, anchor), weighted_mean(off, x))

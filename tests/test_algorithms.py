@@ -239,3 +239,169 @@ def test_a_new_strategy_registers_itself_and_is_checked(least_squares):
             Plain(least_squares, Fixed(0.1), 1, 2)
     finally:
         ALGORITHMS.remove("plain_for_test")
+
+
+# ---- declarations: what a problem lacks, named -------------------------------------
+def _undeclared(**attrs):
+    """A Declared subclass that is not registered (``name`` set after the class exists)."""
+    from rfl.algorithms.base import Declared
+    cls = type("Undeclared", (Declared,), {k: v for k, v in attrs.items() if k != "name"})
+    cls.name = attrs.get("name", "undeclared")
+    return cls
+
+
+def test_missing_asks_the_manifold_with_its_own_retraction():
+    """Stiefel with the QR retraction but no inverse of it: the tangent mean is missing for
+    that geometry although the default (polar) retraction would offer it."""
+    from rfl.algorithms import RFedSVRG
+    from rfl.data import mbcfsti
+    from rfl.manifolds import Stiefel
+    from rfl.problems.mbcfsti import MBCFSti
+
+    class NoQRInverse(Stiefel):                  # no ``name``: not registered
+        inverse_retraction_qr = None
+
+    data = mbcfsti.generate(np.random.default_rng(3), d=6, p=2, S=3, N=8)
+    qr, polar = (MBCFSti.from_arrays(data, retraction=r) for r in ("qr", "polar"))
+    qr.manifold.__class__ = NoQRInverse
+    polar.manifold.__class__ = NoQRInverse
+    assert RFedSVRG.missing(qr) == ["tangent_mean"]
+    assert RFedSVRG.missing(polar) == []
+    assert RFedAvg.missing(qr) == ["tangent_mean"]
+
+
+def test_missing_names_the_kind_of_field_and_what_the_algorithm_follows():
+    """A problem's ``field`` (default "gradient" when it declares none) must be one the
+    algorithm follows; the phrase lists those in sorted order."""
+    from types import SimpleNamespace
+
+    from rfl.manifolds import Euclidean
+    flat = Euclidean((3,))
+    lsa_like = SimpleNamespace(manifold=flat, field="linear_field")
+    no_field = SimpleNamespace(manifold=flat)
+    assert RFedAGS.missing(lsa_like) == ["a linear_field field (it follows: gradient)"]
+    assert RFedAGS.missing(no_field) == [] and FedAvg.missing(lsa_like) == []
+    two = _undeclared(fields=frozenset({"linear_field", "gradient"}))
+    assert two.missing(SimpleNamespace(manifold=flat, field="hessian")) == [
+        "a hessian field (it follows: gradient, linear_field)"]
+
+
+def test_check_problem_lists_everything_missing():
+    """Several capabilities missing: all of them, comma-separated; a manifold without a
+    retraction name is named alone."""
+    from types import SimpleNamespace
+    bare = SimpleNamespace(name="toy", offers=lambda capability, retraction=None: False)
+    two = _undeclared(name="two", requires=frozenset({"log", "flat"}))
+    with pytest.raises(ValueError, match=r"^two cannot run on toy: missing flat, log$"):
+        two.check_problem(SimpleNamespace(manifold=bare))
+    assert two.missing(SimpleNamespace(manifold=bare)) == ["flat", "log"]
+
+
+def test_unknown_options_are_all_named_with_the_allowed_ones(sphere_data):
+    p = CPESph(sphere_data)
+    with pytest.raises(TypeError, match=r"^rfedags takes no option 'a', 'b'; allowed: local_method$"):
+        RFedAGS(p, Fixed(0.1), 2, 3, b=1, a=2)
+    with pytest.raises(TypeError, match=r"^rfedavg takes no option 'a'; allowed: none$"):
+        RFedAvg(p, Fixed(0.1), 2, 3, a=1)
+    two = _undeclared(name="two", options={"u": {"type": "number", "default": 1.0},
+                                           "v": {"type": "number", "default": 2.0}})()
+    with pytest.raises(TypeError, match=r"^two takes no option 'w'; allowed: u, v$"):
+        two.set_options({"w": 0})
+    two.set_options({"v": 5.0})
+    assert (two.u, two.v) == (1.0, 5.0)
+
+
+@pytest.mark.parametrize("K", [0, -1, 2.5, 1.0, "2", None])
+def test_K_must_be_an_integer_at_least_one(sphere_data, K):
+    with pytest.raises(ValueError, match=rf"^K must be an integer >= 1, got {K!r}$".replace("(", r"\(")):
+        RFedAGS(CPESph(sphere_data), Fixed(0.1), K, 3)
+
+
+def test_K_one_and_numpy_integers_are_accepted(sphere_data):
+    assert RFedAGS(CPESph(sphere_data), Fixed(0.1), 1, 3).K == 1
+    alg = RFedAGS(CPESph(sphere_data), Fixed(0.1), np.int64(3), 3)
+    assert alg.K == 3 and type(alg.K) is int
+
+
+# ---- step-size rules: bad values named --------------------------------------------
+@pytest.mark.parametrize("make,match", [
+    (lambda: Fixed(0), r"^step\.alpha must be positive, got 0$"),
+    (lambda: Fixed(-0.5), r"^step\.alpha must be positive, got -0\.5$"),
+    (lambda: Decaying(0.0, 1.0, 1), r"^step\.alpha0 must be positive, got 0\.0$"),
+    (lambda: Decaying(1.0, 0, 1), r"^step\.beta must be positive, got 0$"),
+    (lambda: Decaying(1.0, 1.0, 0), r"^step\.dec must be an integer >= 1, got 0$"),
+    (lambda: Decaying(1.0, 1.0, 1.5), r"^step\.dec must be an integer >= 1, got 1\.5$"),
+    (lambda: Decaying(1.0, 1.0, 2.0), r"^step\.dec must be an integer >= 1, got 2\.0$")])
+def test_step_rules_refuse_bad_parameters_by_name(make, match):
+    with pytest.raises(ValueError, match=match):
+        make()
+
+
+def test_step_rules_accept_the_smallest_valid_parameters():
+    """dec = 1 shrinks every round: alpha_t = alpha_0 / (beta + t)."""
+    step = Decaying(2.0, 0.5, 1)
+    assert [step(t) for t in range(4)] == [2.0, 2.0 / 1.5, 2.0 / 2.5, 2.0 / 3.5]
+    assert Fixed(1e-300)(7) == 1e-300
+
+
+def test_make_step_size_names_an_unknown_or_missing_rule():
+    from rfl.algorithms.stepsize import make_step_size
+    assert make_step_size({"rule": "fixed", "alpha": 0.3})(5) == 0.3
+    with pytest.raises(ValueError, match=r"^step\.rule=None is unknown; allowed: fixed, decaying$"):
+        make_step_size({"alpha": 0.3})
+    with pytest.raises(ValueError, match=r"^step\.rule='adam' is unknown; allowed: fixed, decaying$"):
+        make_step_size({"rule": "adam"})
+
+
+# ---- the local work functions, step by step ---------------------------------------------
+@pytest.mark.parametrize("method", ["sgd", "rsvrg"])
+def test_local_steps_ask_for_the_batch_of_each_step_in_order(sphere_data, method):
+    """batches(k) is called once per local step with k = 0, ..., K-1 (a Flower client draws
+    its rows from k), by RFedAGS's stream and by RFedAvg's local SGD; a local method the
+    stream does not know is refused by name."""
+    from rfl.algorithms.rfedags import gradient_stream
+    from rfl.algorithms.rfedavg import local_sgd
+    p = CPESph(sphere_data)
+    agents = np.array([0, 2, 5])
+    x = np.repeat(p.initial_point(np.random.default_rng(0))[None], 3, axis=0)
+    sampler = _sampler(p, 4, None, 2)
+    for fn, kw in ((gradient_stream, {"local_method": method}), (local_sgd, {})):
+        if fn is local_sgd and method == "rsvrg":
+            continue
+        seen = []
+
+        def batches(k):
+            seen.append(k)
+            return sampler.batches(agents)
+
+        fn(p, x, agents, 0.1, 4, batches, **kw)
+        assert seen == [0, 1, 2, 3], fn.__name__
+    plain = gradient_stream(p, x, agents, 0.1, 2, lambda k: _sampler(p, 4, None, 3).batches(agents))
+    sgd = gradient_stream(p, x, agents, 0.1, 2, lambda k: _sampler(p, 4, None, 3).batches(agents), "sgd")
+    np.testing.assert_array_equal(plain, sgd)                       # the default is plain SGD
+    with pytest.raises(ValueError, match=r"^local_method='adam' is unknown; allowed: sgd, rsvrg$"):
+        gradient_stream(p, x, agents, 0.1, 2, lambda k: sampler.batches(agents), "adam")
+
+
+def test_fedavg_uses_the_step_of_each_round(least_squares):
+    """FedAvg with the decaying rule (5.2) equals the per-agent loop with the same rule."""
+    p = least_squares
+    x0 = np.zeros(4)
+    step = Decaying(0.2, 1.0, 1)
+    avg = _iterates(FedAvg(p, step, 3, 4, 2), x0, 6, seed=4)
+    loop = fedavg_loop(p, x0, step, 3, 6, _sampler(p, 4, 2, 4))
+    np.testing.assert_allclose(np.array(avg), np.array(loop), rtol=0, atol=1e-12)
+
+
+def test_rfedproj_round_without_reset_starts_from_the_given_point(sphere_data):
+    """A round called before any reset takes x_bar = x_t: the same as reset(x_t) first."""
+    from rfl.algorithms import RFedProj
+    p = CPESph(sphere_data)
+    x0 = p.initial_point(np.random.default_rng(1))
+    fresh = RFedProj(p, Fixed(0.1), 2, 3)
+    after_reset = RFedProj(p, Fixed(0.1), 2, 3)
+    after_reset.reset(x0)
+    a = fresh.round(x0, 0, _sampler(p, 3, None, 5))
+    b = after_reset.round(x0, 0, _sampler(p, 3, None, 5))
+    np.testing.assert_array_equal(a.x, b.x)
+    assert np.all(np.isfinite(a.x)) and np.abs(a.x - x0).max() > 1e-6

@@ -16,6 +16,17 @@ from rfl.problems.cpesph import CPESph
 EXACT = 1e-10
 
 
+@pytest.fixture(autouse=True)
+def deadlock_watchdog():
+    """The optimizer thread and the generator run in lock-step; a bug there deadlocks. Then
+    end the test process after 20 s with every thread's traceback (the whole file runs in
+    about a second) rather than stall the test run."""
+    import faulthandler
+    faulthandler.dump_traceback_later(20, exit=True)
+    yield
+    faulthandler.cancel_dump_traceback_later()
+
+
 def spectrum_data(rng, lam, S, N):
     """Z: (S, N, n) with pooled covariance exactly V diag(lam) V^T (see test_rlbfgs)."""
     n = lam.shape[0]
@@ -177,3 +188,244 @@ def test_rlbfgs_far_fewer_iterations_than_rsd():
     assert 10 * k_lbfgs < k_sd
     # both at the optimum: F - F* <= ||grad||^2 / (4 cos^2(theta) gap) ~ 2.5e-10 (gap = 1e-3)
     assert abs(p.cost(x_lbfgs) + 1.0) < 1e-9 and abs(p.cost(x_sd) + 1.0) < 1e-9
+
+
+# ---- the pymanopt view: every map is ours, at one point -------------------------------
+def test_view_maps_are_the_spheres_closed_forms():
+    """On S^{n-1} (exp retraction, parallel transport) each map of the view against its
+    closed form: P_x(u) = u - <x, u> x, Exp_x(u) = cos|u| x + sin|u| u/|u|, Log_x(y) =
+    theta w/|w| with w = P_x(y), theta = arccos <x, y> = dist(x, y); parallel transport keeps
+    norms and lands in T_y; inner products are Python floats (pymanopt's ZeroDivisionError
+    guards need them)."""
+    from rfl.manifolds import Sphere
+    n = 5
+    view = PymanoptView(Sphere(n, "exp", "parallel"))
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal(n)
+    x /= np.linalg.norm(x)
+    a, b = rng.standard_normal(n), rng.standard_normal(n)
+    u, v = a - (x @ a) * x, b - (x @ b) * x
+    assert view.dim == n - 1 and str(view).startswith("rfl Sphere(")
+    assert view.typical_dist == pytest.approx(np.sqrt(n - 1), abs=1e-15)
+    ip = view.inner_product(x, u, v)
+    assert type(ip) is float and ip == pytest.approx(u @ v, abs=1e-14)
+    assert type(view.norm(x, u)) is float and view.norm(x, u) == pytest.approx(np.linalg.norm(u), abs=1e-14)
+    np.testing.assert_allclose(view.projection(x, a), u, rtol=0, atol=1e-14)
+    np.testing.assert_allclose(view.to_tangent_space(x, a), u, rtol=0, atol=1e-14)
+    np.testing.assert_allclose(view.euclidean_to_riemannian_gradient(x, a), u, rtol=0, atol=1e-14)
+    t = np.linalg.norm(u)
+    y = np.cos(t) * x + np.sin(t) * u / t
+    np.testing.assert_allclose(view.exp(x, u), y, rtol=0, atol=1e-14)
+    np.testing.assert_allclose(view.retraction(x, u), y, rtol=0, atol=1e-14)       # the exp retraction
+    w = y - (x @ y) * x
+    theta = np.arccos(np.clip(x @ y, -1, 1))
+    np.testing.assert_allclose(view.log(x, y), theta * w / np.linalg.norm(w), rtol=0, atol=1e-12)
+    d = view.dist(x, y)
+    assert type(d) is float and d == pytest.approx(t, abs=1e-12)
+    moved = view.transport(x, y, v)
+    assert abs(moved @ y) < 1e-14 and np.linalg.norm(moved) == pytest.approx(np.linalg.norm(v), abs=1e-14)
+    np.testing.assert_allclose(view.transport(x, x, v), v, rtol=0, atol=1e-15)
+    assert view.zero_vector(x).shape == (n,) and not view.zero_vector(x).any()
+
+
+def test_view_random_objects_follow_numpys_global_seed():
+    """pymanopt draws with numpy's global state: the view's random points and tangent vectors
+    lie on the manifold / in the tangent space and repeat under np.random.seed."""
+    from rfl.manifolds import SPD
+    m = SPD(3)
+    view = PymanoptView(m)
+    np.random.seed(11)
+    x, u = view.random_point(), None
+    u = view.random_tangent_vector(x)
+    np.random.seed(11)
+    x2 = view.random_point()
+    np.testing.assert_array_equal(x, x2)
+    np.testing.assert_array_equal(u, view.random_tangent_vector(x2))
+    assert x.shape == (3, 3) and u.shape == (3, 3)
+    assert m.distance_from_manifold(x[None])[0] < 1e-12                     # symmetric positive definite
+    np.testing.assert_allclose(u, u.T, rtol=0, atol=1e-14)                   # T_x SPD: symmetric matrices
+    assert view.norm(x, u) == pytest.approx(1.0, abs=1e-12)                  # a unit tangent vector
+    xi = np.linalg.inv(x)                                                    # affine-invariant metric
+    v = view.random_tangent_vector(x)
+    assert view.inner_product(x, u, v) == pytest.approx(np.trace(xi @ u @ xi @ v), rel=1e-10)
+    np.random.seed(12)
+    assert not np.allclose(view.random_point(), x)
+
+
+def test_view_random_points_of_different_global_seeds_differ():
+    """The view's Generator is seeded from 2^32 values of numpy's global state: 200 global
+    seeds give 200 different points."""
+    from rfl.manifolds import Sphere
+    view = PymanoptView(Sphere(4))
+    points = set()
+    for seed in range(200):
+        np.random.seed(seed)
+        points.add(tuple(np.round(view.random_point(), 12)))
+    assert len(points) == 200
+
+
+# ---- RSD / RCG: options reach pymanopt, counters, the worker thread -------------------
+def _drain(alg, x0, rounds, limit=60.0):
+    """list(alg.iterate(x0, rounds)) in a thread that must finish within ``limit`` seconds
+    (a lock-step bug would otherwise hang the test run)."""
+    out = {}
+
+    def run():
+        try:
+            out["rows"] = list(alg.iterate(x0, rounds))
+        except BaseException as exc:          # handed to the test below
+            out["error"] = exc
+
+    th = threading.Thread(target=run, daemon=True)
+    th.start()
+    th.join(limit)
+    assert not th.is_alive(), "iterate did not finish: the worker and the generator are out of step"
+    if "error" in out:
+        raise out["error"]
+    return out["rows"]
+
+
+@pytest.mark.parametrize("cls", [RSD, RCG])
+def test_rows_and_counters_without_hanging(sphere, cls):
+    """rounds rows, then the worker stops: grad_count = rounds (one gradient per iterate
+    stepped from, none after the last row), cost_evals = the cost evaluations made."""
+    p, _, _, x0 = sphere
+    calls = {"cost": 0}
+
+    class Counting(CPESph):
+        def cost(self, x):
+            calls["cost"] += 1
+            return super().cost(x)
+
+    alg = cls(Counting(p.Z))
+    assert (alg.cost_evals, alg.grad_count, alg.result, alg.stop_reason) == (0, 0, None, None)
+    assert alg.manifold is alg.problem.manifold
+    gen = alg.iterate(x0, 6)
+    next(gen)
+    assert alg.stop_reason is None                 # still running
+    gen.close()
+    calls["cost"] = 0
+    rows = _drain(alg, x0, 6)
+    assert len(rows) == 6 and alg.stop_reason == "rounds"
+    assert alg.grad_count == 6
+    assert alg.cost_evals == calls["cost"] >= 6
+    again = _drain(alg, x0, 3)                     # counters restart with each run
+    np.testing.assert_array_equal(np.array([x for _, x, _ in again]), np.array([x for _, x, _ in rows[:3]]))
+    assert alg.grad_count == 3
+
+
+@pytest.mark.parametrize("cls", [RSD, RCG])
+def test_zero_rounds_yield_nothing_and_say_so(sphere, cls):
+    p, _, _, x0 = sphere
+    alg = cls(p)
+    assert _drain(alg, x0, 0) == [] and alg.stop_reason == "rounds"
+    assert alg.grad_count == 0 and alg.cost_evals == 0
+
+
+@pytest.mark.parametrize("cls", [RSD, RCG])
+def test_the_worker_is_a_named_daemon_thread(sphere, cls):
+    """The optimizer runs in a daemon thread named rfl-<method>: an abandoned generator never
+    keeps the interpreter alive, and a thread dump names the method."""
+    p, _, _, x0 = sphere
+    gen = cls(p).iterate(x0, 5)
+    next(gen)
+    workers = [th for th in threading.enumerate() if th.name == f"rfl-{cls.name}"]
+    assert len(workers) == 1 and workers[0].daemon
+    gen.close()
+
+
+@pytest.mark.parametrize("cls", [RSD, RCG])
+def test_tolerance_reaches_pymanopt(sphere, cls):
+    """A loose tolerance ends the run by pymanopt's gradient criterion: RCG's last row is the
+    first iterate with ||grad|| < tolerance; RSD tests the gradient after stepping, so its
+    second-last row is."""
+    p, _, _, x0 = sphere
+    tol = 1e-2
+    alg = cls(p, tolerance=tol)
+    rows = _drain(alg, x0, 500)
+    assert "min grad norm" in alg.stop_reason and len(rows) < 500
+    norms = [p.grad_norm(x0)] + [p.grad_norm(x) for _, x, _ in rows]
+    first = next(i for i, g in enumerate(norms) if g < tol)
+    assert first == len(rows) - (1 if cls is RSD else 0)
+    assert alg.result.log["stopping_criteria"]["min_gradient_norm"] == tol
+
+
+@pytest.mark.parametrize("cls", [RSD, RCG])
+def test_min_step_size_and_max_time_reach_pymanopt(sphere, cls):
+    p, _, _, x0 = sphere
+    alg = cls(p, min_step_size=1e3)                # every step is shorter
+    rows = _drain(alg, x0, 50)
+    assert len(rows) == 1 and "min step_size" in alg.stop_reason
+    alg = cls(p, max_time=0.0)                     # out of time at the first check
+    assert len(_drain(alg, x0, 50)) <= 1 and "max time" in alg.stop_reason
+    assert alg.result.log["stopping_criteria"]["max_time"] == 0.0
+
+
+@pytest.mark.parametrize("cls", [RSD, RCG])
+def test_pymanopt_runs_silently_without_an_iteration_log(sphere, cls, capsys):
+    """Nothing is printed (the runner's output stays clean) and pymanopt keeps no
+    per-iteration log (memory stays flat over long runs)."""
+    p, _, _, x0 = sphere
+    alg = cls(p, tolerance=1e-1)
+    _drain(alg, x0, 200)
+    assert alg.result is not None and alg.result.log["iterations"] is None
+    assert capsys.readouterr().out == ""
+
+
+def test_a_given_line_searcher_is_used(sphere):
+    """RSD(line_searcher=...) steps with that searcher: a backtracking search whose initial
+    step is tiny (initial_step_size 1e-3, no optimism) gives other, shorter steps."""
+    from pymanopt.optimizers.line_search import BackTrackingLineSearcher
+    p, _, _, x0 = sphere
+    default = _drain(RSD(p), x0, 3)
+    timid = _drain(RSD(p, line_searcher=BackTrackingLineSearcher(initial_step_size=1e-3, optimism=1.0)), x0, 3)
+    step = lambda rows: np.linalg.norm(rows[0][1] - x0)
+    assert step(timid) < step(default) / 10
+
+
+@pytest.mark.parametrize("version,expected", [("1.17.1", (1, 17, 1)), ("1.9.0rc1", (1, 9, 0)),
+                                              ("2.0", (2, 0)), ("1.10.0.dev0+abc", (1, 10, 0)),
+                                              ("dev", ())])
+def test_version_tuple_reads_the_leading_release_numbers(version, expected):
+    from rfl.algorithms.centralized import _version_tuple
+    assert _version_tuple(version) == expected
+
+
+@pytest.mark.parametrize("version,patched", [("1.8.9", False), ("1.9", True), ("1.9.0", True), ("1.10.1", True),
+                                             ("2.0.0", True)])
+def test_expm_patch_compares_versions_numerically(monkeypatch, version, patched):
+    """scipy >= 1.9 (numerically: 1.10 > 1.9) gets the batched expm, once; older scipy keeps
+    pymanopt's choice."""
+    import scipy
+    import scipy.linalg
+
+    import pymanopt.tools.multi as multi
+
+    def before(a):
+        return a
+
+    monkeypatch.setattr(scipy, "__version__", version)
+    monkeypatch.setattr(multi, "scipy_expm", before)
+    assert patch_pymanopt_expm() is patched
+    assert multi.scipy_expm is (scipy.linalg.expm if patched else before)
+    assert patch_pymanopt_expm() is False                    # nothing left to do
+
+
+@pytest.mark.parametrize("beta_rule,orth_value", [("FletcherReeves", np.inf), ("PolakRibiere", 0.1),
+                                                  ("HestenesStiefel", np.inf)])
+def test_rcg_options_reach_pymanopts_conjugate_gradient(sphere, beta_rule, orth_value):
+    """RCG's rows are pymanopt's ConjugateGradient iterates with the same beta rule, Powell
+    restart threshold and line searcher (its log holds the pre-step points)."""
+    from pymanopt.optimizers.line_search import BackTrackingLineSearcher
+    p, _, _, x0 = sphere
+    rounds = 8
+    alg = RCG(p, beta_rule=beta_rule, orth_value=orth_value, line_searcher=BackTrackingLineSearcher())
+    rows = [x for _, x, _ in _drain(alg, x0, rounds)]
+    opt = pymanopt.optimizers.ConjugateGradient(beta_rule=beta_rule, orth_value=orth_value,
+                                                line_searcher=BackTrackingLineSearcher(),
+                                                max_iterations=rounds + 1, min_gradient_norm=0.0,
+                                                min_step_size=0.0, verbosity=0, log_verbosity=1)
+    logged = opt.run(alg.pymanopt_problem, initial_point=x0.copy()).log["iterations"]["point"]
+    np.testing.assert_array_equal(np.array(rows), np.array(logged[1:rounds + 1]))
+    default = [x for _, x, _ in _drain(RCG(p), x0, rounds)]
+    assert np.abs(np.array(rows) - np.array(default)).max() > 1e-10      # the options matter here

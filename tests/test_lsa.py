@@ -235,3 +235,16 @@ def test_exact_field_follows_the_asked_agents(hetero):
         for row, c in enumerate(agents):
             np.testing.assert_allclose(got[row], p.A_bar_local[c] @ x[row] - p.b_bar_local[c],
                                        rtol=1e-13, atol=1e-14)
+
+
+def test_scafflsa_follows_the_decaying_rule(hetero):
+    """SCAFFLSA with the decaying step (5.2) equals the per-agent loop with the same rule."""
+    from rfl.algorithms import Decaying
+    p = FederatedLSA.from_arrays(hetero)
+    x0 = p.initial_point(np.random.default_rng(4))
+    step, K, B, rounds = Decaying(2.0, 1.0, 2), 3, 3, 8
+    vec = _iterates(SCAFFLSA(p, step, K, B, 3), x0, rounds, seed=5)
+    ref = scafflsa_loop(p, x0, step, K, rounds, _sampler(p, B, 3, 5), xi={})
+    np.testing.assert_allclose(np.array(vec), np.array(ref), rtol=0, atol=1e-12)
+    fixed = _iterates(SCAFFLSA(p, Fixed(2.0), K, B, 3), x0, rounds, seed=5)
+    assert np.abs(np.array(vec) - np.array(fixed)).max() > 1e-6

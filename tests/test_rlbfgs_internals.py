@@ -19,6 +19,16 @@ from rfl.problems.base import Problem
 from rfl.testing.manifold import example_ids, registered_examples
 
 
+@pytest.fixture(autouse=True)
+def deadlock_watchdog():
+    """RCG's optimizer thread and its generator run in lock-step; a bug there deadlocks. Then
+    end the test process after 20 s with every thread's traceback rather than stall the run."""
+    import faulthandler
+    faulthandler.dump_traceback_later(20, exit=True)
+    yield
+    faulthandler.cancel_dump_traceback_later()
+
+
 class Quadratic(Problem):
     """F(x) = 1/2 x^T A x - b^T x on R^n; egrad = A x - b."""
 
@@ -133,7 +143,7 @@ def ill_conditioned(rng, n=8):
     return (V * np.geomspace(1.0, 300.0, n)) @ V.T
 
 
-@pytest.mark.parametrize("memory", [1, 3, 30])
+@pytest.mark.parametrize("memory", [0, 1, 3, 30])
 def test_quadratic_iterates_equal_the_plain_lbfgs(memory):
     rng = np.random.default_rng(0)
     prob = Quadratic(ill_conditioned(rng), rng.standard_normal(8))
@@ -287,3 +297,134 @@ def test_rcg_transports_its_direction_from_the_old_to_the_new_iterate():
     SourceCheckingStiefel.calls = 0
     rows = list(RCG(prob).iterate(x0, 8))
     assert len(rows) == 8 and SourceCheckingStiefel.calls >= 6
+
+
+# ---- bookkeeping: the state a caller reads, the stopping rules -----------------------------
+def _grad_norm(prob, x):
+    """||grad F(x)||, as the solver's stopping test reads it (Euclidean: grad = egrad)."""
+    return float(prob.manifold.norm(x[None], prob.egrad(x)[None])[0])
+
+
+def test_a_fresh_solver_and_a_start_at_the_optimum():
+    """Before any run: no iterate, costs NaN, nothing counted. From x* itself (||grad|| <
+    tolerance) the run has no rows and says why; the state describes x*."""
+    rng = np.random.default_rng(4)
+    A, b = ill_conditioned(rng, 5), rng.standard_normal(5)
+    prob = Quadratic(A, b)
+    solver = RLBFGS(prob)
+    assert solver.x is None and solver.stop_reason is None
+    assert np.isnan(solver.cost_value) and np.isnan(solver.grad_norm_value)
+    assert (solver.iterations, solver.accepted_pairs, solver.rejected_pairs, solver.cost_evals,
+            solver.grad_count) == (0, 0, 0, 0, 0)
+    list(solver.iterate(rng.standard_normal(5), 4))              # some state to forget
+    x_star = np.linalg.solve(A, b)
+    assert list(solver.iterate(x_star, 10)) == []
+    assert solver.stop_reason == "tolerance"
+    assert (solver.iterations, solver.accepted_pairs, solver.rejected_pairs) == (0, 0, 0)
+    np.testing.assert_array_equal(solver.x, x_star)
+    assert solver.cost_value == prob.cost(x_star) and solver.grad_norm_value < 1e-6
+    # the test is strict: a start with ||grad|| equal to the tolerance takes a step
+    x0 = rng.standard_normal(5)
+    at_tol = RLBFGS(prob, tolerance=_grad_norm(prob, x0))
+    assert len(list(at_tol.iterate(x0, 1))) == 1
+
+
+def test_solve_reports_the_final_state_and_its_counts():
+    rng = np.random.default_rng(5)
+    A, b = ill_conditioned(rng, 6), rng.standard_normal(6)
+    prob = Quadratic(A, b)
+    solver = RLBFGS(prob, tolerance=1e-6)
+    import time
+    tic = time.perf_counter()
+    x, info = solver.solve(rng.standard_normal(6))
+    elapsed = time.perf_counter() - tic
+    np.testing.assert_allclose(x, np.linalg.solve(A, b), rtol=0, atol=1e-5)
+    assert info["stop_reason"] == "tolerance" and info["cost"] == prob.cost(x)
+    assert info["grad_norm"] == pytest.approx(_grad_norm(prob, x), rel=1e-12) and info["grad_norm"] < 1e-6
+    k = info["iterations"]
+    assert k >= 3 and info["gradients"] == k + 1                 # x_0, ..., x_k
+    assert info["grad_evals"] == (k + 1) * int(prob.local_sizes.sum())
+    assert info["accepted_pairs"] + info["rejected_pairs"] == k   # one decision per step
+    assert info["cost_evals"] >= k + 1
+    assert 0.0 <= info["time"] <= elapsed
+    assert set(info) == {"iterations", "cost", "grad_norm", "grad_evals", "gradients", "cost_evals",
+                         "accepted_pairs", "rejected_pairs", "stop_reason", "time"}
+
+
+def test_max_iterations_ends_solve_and_counts_every_row():
+    rng = np.random.default_rng(6)
+    prob = Quadratic(ill_conditioned(rng, 8), rng.standard_normal(8))
+    solver = RLBFGS(prob, tolerance=0.0, max_iterations=7)
+    _, info = solver.solve(rng.standard_normal(8))
+    assert info["iterations"] == 7 and info["stop_reason"] == "max_iterations"
+    assert solver.accepted_pairs + solver.rejected_pairs == 7
+
+
+def test_two_short_steps_stop_the_run_after_a_restart():
+    """Every step shorter than min_step_size: the second step restarts from -gamma g (the
+    memory cleared, gamma kept: L-BFGS with memory 0), and a second short step in a row stops."""
+    rng = np.random.default_rng(7)
+    prob = Quadratic(ill_conditioned(rng, 6), rng.standard_normal(6))
+    x0 = rng.standard_normal(6)
+    solver = RLBFGS(prob, memory=5, tolerance=0.0, min_step_size=1e6)
+    got = iterates(solver, x0, 20)
+    assert len(got) == 2 and solver.stop_reason == "min_step_size" and solver.iterations == 2
+    np.testing.assert_allclose(np.array(got), np.array(plain_lbfgs(prob, x0, 2, 0)), rtol=0, atol=1e-12)
+    assert not np.allclose(plain_lbfgs(prob, x0, 2, 0)[1], plain_lbfgs(prob, x0, 2, 5)[1])
+
+
+def test_rejected_steps_store_no_pair_and_stop_the_run():
+    """ls_max_steps = 1 on F = 25 |x|^2: the unit step -grad overshoots (F grows 81-fold), is
+    rejected (x stays), no pair is stored, and two such steps in a row end the run."""
+    prob = Quadratic(50.0 * np.eye(3), np.zeros(3))
+    x0 = np.array([0.3, -0.2, 0.1])
+    solver = RLBFGS(prob, tolerance=0.0, ls_max_steps=1)
+    got = iterates(solver, x0, 10)
+    assert len(got) == 2 and all(np.array_equal(x, x0) for x in got)
+    assert (solver.accepted_pairs, solver.rejected_pairs) == (0, 2)
+    assert solver.stop_reason == "min_step_size"
+
+
+def test_a_non_descent_direction_falls_back_to_steepest_descent():
+    """The guard: if the two-loop direction is not a descent direction (<g, p> >= 0) the step
+    is the Armijo steepest-descent step along -g. A solver whose two-loop always answers +g
+    therefore walks exactly the gradient-descent path with backtracking from alpha = 1."""
+
+    class Ascent(RLBFGS):
+        def _direction(self, x, g, S, Y, rho, gamma):
+            return g.copy()
+
+    prob = Quadratic(np.diag([1.0, 1.5, 0.6]), np.array([1.0, -2.0, 0.5]))
+    x0 = np.array([3.0, 1.0, -2.0])
+    got = iterates(Ascent(prob, tolerance=0.0), x0, 12)
+    x, want = x0.copy(), []
+    for _ in range(12):
+        g = prob.egrad(x)
+        alpha = 1.0
+        while prob.cost(x - alpha * g) > prob.cost(x) - 1e-4 * alpha * (g @ g):
+            alpha /= 2
+        x = x - alpha * g
+        want.append(x)
+    np.testing.assert_allclose(np.array(got), np.array(want), rtol=0, atol=1e-13)
+    assert _grad_norm(prob, want[-1]) < 0.1 < 1.0 < _grad_norm(prob, x0)        # passes below |g| = 1
+
+
+def test_manopts_defaults_and_a_negative_memory():
+    """Manopt's rlbfgs defaults: memory 30, tolerance 1e-6, maxiter 1000, ls_max_steps 25."""
+    solver = RLBFGS(Quadratic(np.eye(2), np.zeros(2)))
+    assert (solver.memory, solver.tolerance, solver.max_iterations, solver.ls_max_steps) == (30, 1e-6, 1000, 25)
+    with pytest.raises(ValueError, match=r"^memory must be >= 0, got -1$"):
+        RLBFGS(Quadratic(np.eye(2), np.zeros(2)), memory=-1)
+
+
+def test_steps_longer_than_min_step_size_never_restart():
+    """The step length is alpha ||p||: with steps of length > 1 and min_step_size = 1 the run
+    is the plain L-BFGS, its memory never cleared."""
+    rng = np.random.default_rng(9)
+    prob = Quadratic(ill_conditioned(rng, 6), 400.0 * rng.standard_normal(6))
+    x0 = np.zeros(6)
+    want = plain_lbfgs(prob, x0, 4, 3)
+    steps = np.linalg.norm(np.diff(np.array([x0] + want), axis=0), axis=1)
+    assert steps.min() > 1.0 and np.linalg.norm(prob.egrad(x0)) > 1.0
+    got = iterates(RLBFGS(prob, memory=3, tolerance=0.0, min_step_size=1.0), x0, 4)
+    np.testing.assert_allclose(np.array(got), np.array(want), rtol=0, atol=1e-9)

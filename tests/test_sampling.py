@@ -165,3 +165,80 @@ def test_bad_arguments_are_refused(args, match):
 
 def test_sampler_version_is_two():
     assert SAMPLER_VERSION == 2
+
+
+@pytest.mark.parametrize("args,match", [
+    (dict(agents=np.array([0.0, 1.0])), r"agents must be a 1-D integer array, got shape \(2,\) float64"),
+    (dict(local_sizes=np.array([[7, 9]])), r"local_sizes must have shape \(S,\), got \(1, 2\)"),
+    (dict(agents=np.array([-1, 2])), r"agents must lie in \[0, S=4\), got -1\.\.2"),
+    (dict(agents=np.array([1, 4])), r"agents must lie in \[0, S=4\), got 1\.\.4"),
+    (dict(key=2 ** 64), r"key=18446744073709551616 must be in \[0, 2\^64\)"),
+    (dict(draw=2 ** 64), r"draw=18446744073709551616 must be in \[0, 2\^64\)"),
+    (dict(B=10), r"B=10 must be in \[1, min N_j=7\] over the agents"),
+    (dict(agents=np.array([0]), local_sizes=np.array([2 ** 32 + 1]), B=1),
+     r"local sizes up to 2\^32 are supported, got N_j=4294967297")])
+def test_bad_arguments_are_named_with_what_is_allowed(args, match):
+    """Each refusal names the bad argument, its value and the allowed range."""
+    kw = dict(key=1, draw=0, agents=np.array([0, 1]), local_sizes=np.array([7, 9, 8, 10]), B=3)
+    kw.update(args)
+    with pytest.raises(ValueError, match=match):
+        batch_indices(**kw)
+
+
+def test_the_bounds_of_key_draw_agents_and_sizes_are_accepted():
+    """The ends of the documented ranges are valid: key and draw 0 and 2^64 - 1, agent S - 1,
+    B = min N_j."""
+    sizes = np.array([7, 9, 8, 10])
+    for key, draw in [(0, 0), (2 ** 64 - 1, 2 ** 64 - 1)]:
+        b = batch_indices(key, draw, np.array([0, 3]), sizes, 7)
+        np.testing.assert_array_equal(b, [np.arange(7), np.sort(b[1])])     # B = N_0: every sample
+        assert len(set(b[1])) == 7 and b[1].max() < 10
+
+
+def test_batches_of_a_float_size_array_are_those_of_the_integer_sizes():
+    """local_sizes given as floats (e.g. read from a table) are the same sizes."""
+    a = AgentSampler(np.random.default_rng(2), np.array([12.0, 15.0, 9.0]), 4)
+    b = AgentSampler(np.random.default_rng(2), np.array([12, 15, 9]), 4)
+    assert a.local_sizes.dtype.kind == "i"
+    for _ in range(3):
+        np.testing.assert_array_equal(np.asarray(a.batches(np.arange(3))), np.asarray(b.batches(np.arange(3))))
+
+
+@pytest.mark.parametrize("batch_size,participation,match", [
+    (0, None, r"batch_size=0 must be in \[1, min N_j=9\]"),
+    (10, None, r"batch_size=10 must be in \[1, min N_j=9\]"),
+    (3, 0, r"participation=0 must be in \[1, S=4\]"),
+    (3, 5, r"participation=5 must be in \[1, S=4\]")])
+def test_sampler_refuses_a_bad_batch_size_or_participation(batch_size, participation, match):
+    with pytest.raises(ValueError, match=match):
+        AgentSampler(np.random.default_rng(0), np.array([12, 15, 9, 20]), batch_size, participation)
+
+
+def test_sampler_participation_bounds():
+    """s = 1 and s = S are valid; s = S is every agent (participation None), s = 1 one agent."""
+    sizes = np.array([12, 15, 9, 20])
+    every = AgentSampler(np.random.default_rng(0), sizes, 3, 4)
+    assert every.participation is None
+    np.testing.assert_array_equal(every.participants(), np.arange(4))
+    one = AgentSampler(np.random.default_rng(0), sizes, 3, 1)
+    assert one.participation == 1 and one.participants().shape == (1,)
+
+
+def test_the_key_is_the_first_draw_of_the_runs_generator():
+    """SAMPLER_VERSION 2: the key is the generator's first int64 draw in [0, 2^63), whatever
+    the participation scheme, so a client reproduces the stream from the run's seed."""
+    expected = int(np.random.default_rng(17).integers(0, 2 ** 63, dtype=np.int64))
+    for participation in (None, 2, {"scheme": "uniform", "s": 3}):
+        sampler = AgentSampler(np.random.default_rng(17), np.array([12, 15, 9, 20]), 3, participation)
+        assert sampler.key == expected and sampler.draw == 0
+
+
+def test_unequal_sizes_with_B_equal_to_the_largest_are_not_the_full_shortcut():
+    """The all-samples shortcut needs every N_j = B: with unequal sizes and B = min N_j the
+    rows are draws (the smallest agent's row is all its samples, the others' are not)."""
+    sizes = np.array([4, 9, 4])
+    sampler = AgentSampler(np.random.default_rng(3), sizes, 4)
+    b = np.asarray(sampler.batches(np.arange(3)))
+    np.testing.assert_array_equal(b, batch_indices(sampler.key, 0, np.arange(3), sizes, 4))
+    np.testing.assert_array_equal(b[0], np.arange(4))
+    assert b[1].max() < 9 and sampler.draw == 1

@@ -98,6 +98,12 @@ def _pymanopt_manifold_base():
     return PManifold
 
 
+def _global_rng() -> np.random.Generator:
+    """A Generator seeded from numpy's global state, which pymanopt's own random draws use
+    (so ``np.random.seed`` makes the view's random points repeat)."""
+    return np.random.default_rng(np.random.randint(2**32, dtype=np.uint64))
+
+
 def PymanoptView(manifold: Manifold):
     """A pymanopt ``Manifold`` (one point, no agents axis) whose every map is ours."""
     PManifold = _pymanopt_manifold_base()
@@ -144,12 +150,10 @@ def PymanoptView(manifold: Manifold):
                                                tangent_vector_a[None])[0]
 
         def random_point(self):
-            rng = np.random.default_rng(np.random.randint(2**32, dtype=np.uint64))
-            return self.rfl_manifold.random_point(rng, 1)[0]
+            return self.rfl_manifold.random_point(_global_rng(), 1)[0]
 
         def random_tangent_vector(self, point):
-            rng = np.random.default_rng(np.random.randint(2**32, dtype=np.uint64))
-            return self.rfl_manifold.random_tangent(rng, point[None])[0]
+            return self.rfl_manifold.random_tangent(_global_rng(), point[None])[0]
 
         def zero_vector(self, point):
             return np.zeros_like(point)
@@ -180,7 +184,7 @@ class _ReportingLineSearcher:
 
     def search(self, objective, manifold, x, d, f0, df0):
         step_size, newx = self.inner.search(objective, manifold, x, d, f0, df0)
-        self.report(newx, step_size)
+        self.report(newx)
         return step_size, newx
 
 
@@ -247,13 +251,13 @@ class _PymanoptSolver(CentralizedSolver):
         out: queue.Queue = queue.Queue()
         go: queue.Queue = queue.Queue()
 
-        def report(newx, step_size):
-            out.put(("point", np.array(newx, dtype=float, copy=True), self.grad_count))
+        def report(newx):
+            out.put(("point", np.array(newx), self.grad_count))   # np.array copies: the row is the consumer's
             if go.get() == _STOP:
                 raise _Stop
 
         optimizer = self._optimizer(rounds, _ReportingLineSearcher(self.line_searcher, report))
-        x_init = np.array(x0, dtype=float, copy=True)
+        x_init = np.array(x0, dtype=float)
 
         def work():
             try:
@@ -272,7 +276,7 @@ class _PymanoptSolver(CentralizedSolver):
             while t < rounds:
                 kind, payload, grads = out.get()
                 if kind == "point":
-                    yield t, payload, Counters(grad_evals=grads * per_grad, floats=0)
+                    yield t, payload, Counters(grad_evals=grads * per_grad)   # floats: 0
                     t += 1
                     if t < rounds:
                         go.put(_CONTINUE)

@@ -7,21 +7,8 @@ import numpy as np
 from .aggregation import retract_weighted_stream
 from .base import FederatedStrategy
 
-
-def gradient_stream(problem, x_t, agents, alpha, K, batches):
-    """Lines 3-10 of Algorithm 1 for the agents ``agents`` (s,) from the server point
-    ``x_t`` broadcast as (s, *point_shape): K retraction steps with step size ``alpha``,
-    ``batches(k)`` the (s, B) mini-batch of local step k = 0..K-1 (line 6); returns zeta
-    (s, *point_shape), zeta^j in T_{x_t} M. The one local step of RFedAGS, used by the
-    in-process strategy and by a Flower client serving one agent (``rfl.flower``)."""
-    m = problem.manifold
-    x = x_t.copy()                                # x^j_{t,0}
-    zeta = m.zero_vector(x)                       # line 4
-    for k in range(K):
-        eta = -alpha * problem.minibatch_rgrad(x, agents, batches(k))   # line 7
-        zeta += m.transport(x, x_t, eta)          # line 9 (uses x^j_{t,k-1})
-        x = m.retraction(x, eta)                  # line 8
-    return zeta
+#: the local methods of RFedAGS (option ``local_method``)
+LOCAL_METHODS = ("sgd", "rsvrg")
 
 
 def gradient_stream(problem, x_t, agents, alpha, K, batches, local_method="sgd"):
@@ -31,6 +18,8 @@ def gradient_stream(problem, x_t, agents, alpha, K, batches, local_method="sgd")
     (s, *point_shape), zeta^j in T_{x_t} M. ``local_method``: "sgd" or "rsvrg" (see
     ``RFedAGS``). The one local step of RFedAGS, used by the in-process strategy and by a
     Flower client serving one agent (``rfl.flower``)."""
+    if local_method not in LOCAL_METHODS:
+        raise ValueError(f"local_method={local_method!r} is unknown; allowed: {', '.join(LOCAL_METHODS)}")
     m = problem.manifold
     x = x_t.copy()                                # x^j_{t,0}
     zeta = m.zero_vector(x)                       # line 4
@@ -97,7 +86,7 @@ class RFedAGS(FederatedStrategy):
     label = "RFedAGS"
     requires = frozenset()
     fields = frozenset({"gradient"})
-    options = {"local_method": {"enum": ["sgd", "rsvrg"], "default": "sgd",
+    options = {"local_method": {"enum": list(LOCAL_METHODS), "default": "sgd",
                                 "description": "local steps: plain mini-batch Riemannian SGD, or "
                                                "variance-reduced steps anchored at x_t (RSVRG)"}}
     style = {"color": None, "ls": "-"}

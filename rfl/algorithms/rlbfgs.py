@@ -113,10 +113,8 @@ class RLBFGS(CentralizedSolver):
         return float(self.manifold.inner(x[None], u[None], v[None])[0])
 
     def _transport_many(self, x, y, vs):
-        """Transport the stack vs: (m, *point_shape) from T_x to T_y in one batched call."""
+        """Transport the stack vs: (m, *point_shape), m >= 1, from T_x to T_y in one batched call."""
         m = vs.shape[0]
-        if m == 0:
-            return vs
         xs = np.broadcast_to(x, (m,) + x.shape)
         ys = np.broadcast_to(y, (m,) + y.shape)
         return self.manifold.transport(xs, ys, vs)
@@ -206,7 +204,7 @@ class RLBFGS(CentralizedSolver):
             last_step = alpha * float(m.norm(x[None], p[None])[0])
             self.iterations = t + 1
 
-            yield t, x_new, Counters(grad_evals=self.grad_count * per_grad, floats=0)
+            yield t, x_new, Counters(grad_evals=self.grad_count * per_grad)   # floats: 0
 
             g_new = self._grad(x_new)
             gnorm_new = float(m.norm(x_new[None], g_new[None])[0])

@@ -89,7 +89,6 @@ class AgentSampler:
 
     def __init__(self, rng: np.random.Generator, local_sizes: np.ndarray, batch_size: int,
                  participation=None):
-        self.rng = rng
         self.local_sizes = np.asarray(local_sizes, dtype=int)
         S = self.local_sizes.shape[0]
         if not 1 <= batch_size <= self.local_sizes.min():

@@ -38,7 +38,7 @@ TESTS = {
     "algorithms": ["test_algorithms.py", "test_strategy_contract.py", "test_rfedsvrg_rfedproj.py",
                    "test_rfedags_rsvrg.py", "test_rlbfgs*.py", "test_centralized.py", "test_aggregation.py",
                    "test_batching.py", "test_guards.py", "test_sampling.py", "test_participation.py",
-                   "test_full_batch_products.py"],
+                   "test_full_batch_products.py", "test_lsa.py"],
     "problems": ["test_problem_contract.py", "test_cpesph.py", "test_cfmspd.py", "test_mbcfsti.py",
                  "test_kpca.py", "test_multitask.py", "test_lsa.py", "test_lsa_stationary.py", "test_school.py",
                  "test_batching.py", "test_hsp.py", "test_lrmc.py", "test_pca_sphere.py", "test_pca_stiefel.py",
