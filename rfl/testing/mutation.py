@@ -127,10 +127,16 @@ def prepare(package: str, workdir: Path) -> None:
     pyproject.write_text(text)
 
 
-def survivors_report(work: Path, env: dict) -> str:
-    """Every mutant that was not killed, with its diff (``mutmut results`` and ``mutmut show``)."""
+def survivors_report(work: Path, env: dict, only=None) -> str:
+    """Every mutant that was not killed, with its diff (``mutmut results`` and ``mutmut show``);
+    ``only``: the names tested (a sample), so that the mutants never run are not listed."""
     listing = subprocess.run([sys.executable, "-m", "mutmut", "results"], cwd=work, env=env,
                              capture_output=True, text=True).stdout
+    if only is not None:
+        only = set(only)
+        listing = "\n".join(ln for ln in listing.splitlines()
+                             if ":" in ln and ln.split(":")[0].strip() in only
+                             and "not checked" not in ln)
     names = [ln.split(":")[0].strip() for ln in listing.splitlines() if ":" in ln]
     out = [listing]
     for name in names:
@@ -189,7 +195,7 @@ def run(package: str, children: int, report: str | None = None, sample: int | No
                              f"on the unmutated code first ({' '.join(selection(package))})")
         subprocess.run([sys.executable, "-m", "mutmut", "export-cicd-stats"], cwd=work, env=env, check=True)
         stats = json.loads((work / "mutants" / "mutmut-cicd-stats.json").read_text())
-        survivors = survivors_report(work, env) if report else ""
+        survivors = survivors_report(work, env, chosen) if report else ""
     if report:
         Path(report).write_text(survivors)
         print(f"survivors and their diffs: {report}")
