@@ -68,3 +68,10 @@ def test_a_sample_must_hold_at_least_one_mutant(capsys):
     with pytest.raises(SystemExit) as exc:
         mutation.main(["reporting", "--sample", "0"])
     assert exc.value.code == 2 and "--sample must be a positive number" in capsys.readouterr().err
+
+
+def test_a_note_on_how_a_score_was_measured_is_shown():
+    record = {"killed": 9, "missed": 1, "score": 0.9, "commit": "abc1234", "date": "2026-11-23",
+              "note": "measured incrementally in one work dir: details"}
+    row = mutation.table({"problems": record}).splitlines()[-1]
+    assert "| 10 (measured incrementally in one work dir) |" in row

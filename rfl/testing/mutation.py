@@ -230,6 +230,8 @@ def table(scores: dict) -> str:
             n = f"{n} of {s['mutants']} (random sample, seed {s['seed']})"
             if r["score"] is not None:
                 score += f" ± {100 * s['standard_error']:.1f}"
+        if r.get("note"):                      # e.g. measured in steps, not one fresh run
+            n = f"{n} ({r['note'].split(':')[0]})"
         lines.append(f"| rfl/{pkg} | {n} | {r['killed']} | {score} | {met} | {r['commit']} | {r['date']} |")
     return "\n".join(lines)
 
