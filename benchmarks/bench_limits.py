@@ -174,44 +174,29 @@ class MultitaskLarge(_Limit):
         mean_rows = float(self.problem.d.mean())
         self.need = {"valid rows": S * self.B * mean_rows * (m + 1) * 8,
                      "padded rows": S * self.B * D * (m + 1) * 8}
-        self.flops = self._skinny_gemm()[2]
+        # per valid row: X U (2 m r), then X^T res (2 m)
+        self.flops = S * self.B * mean_rows * (2 * m * self.problem.r + 2 * m)
 
     def _product(self):
-        gemm, flops_per_call, _ = self._skinny_gemm()
-        return gemm, flops_per_call
-
-    def track_roofline_ratio_multitask(self):
-        return self._roofline("multitask", "valid rows")
-
-    def track_memory_ratio_multitask(self):
-        """Against the valid rows; the padded-layout and kernel-only ratios go to stderr (one
-        measurement: the 2 GB of data are built once per benchmark), and so does the step's
-        compute floor (``_skinny_gemm``)."""
-        ratios = self._ratios("multitask", self.need)
-        gemm, flops_per_call, flops_per_step = self._skinny_gemm()
-        # on its own (after the warm-up call its 8 MB are in cache), 10 calls per sample
-        rate = flops_per_call / interleaved_best({"gemm": gemm}, REPEAT, number=10)["gemm"]
-        floor = flops_per_step / rate
-        report(f"compute floor multitask: X U and X^T res over the valid rows, "
-               f"{flops_per_step / 1e9:.2f} GFlop per step, at the skinny GEMM's own rate on "
-               f"cache-resident data ({rate / 1e9:.1f} GFlop/s) take {1e3 * floor:.2f} ms = "
-               f"{floor / self.limits['valid rows']:.2f} x the memory limit")
-        return ratios["valid rows"][0]
-
-    def _skinny_gemm(self):
         """One local step's kind of product, (B D x m) @ (m x r) per agent, on 8 agents' worth of
         rows (8 MB, read from cache after the first of the timed calls): the rate OpenBLAS
-        reaches on this shape when memory is not the bottleneck. Returns the product, its
-        flops, and the flops of a local step: 2 m r + 2 m per valid row (X U, then X^T res)."""
+        reaches on this skinny shape when memory is not the bottleneck."""
         D, m = self.problem.X.shape[2:]
-        r = 5
+        r = self.problem.r
         rng = np.random.default_rng(3)
         a = rng.standard_normal((8, self.B * D, m))
         u = rng.standard_normal((8, m, r))
         out = np.empty((8, self.B * D, r))
-        mean_rows = float(self.problem.d.mean())
-        return ((lambda: np.matmul(a, u, out=out)), 8 * 2 * self.B * D * m * r,
-                S * self.B * mean_rows * (2 * m * r + 2 * m))
+        return (lambda: np.matmul(a, u, out=out)), 8 * 2 * self.B * D * m * r
+
+    def track_roofline_ratio_multitask(self):
+        """Against the valid rows; the compute term (``_product``) is the larger one."""
+        return self._roofline("multitask", "valid rows")
+
+    def track_memory_ratio_multitask(self):
+        """Against the valid rows; the padded-layout and kernel-only ratios go to stderr (one
+        measurement: the 2 GB of data are built once per benchmark)."""
+        return self._ratios("multitask", self.need)["valid rows"][0]
 
     track_memory_ratio_multitask.unit = "time / limit"
     track_roofline_ratio_multitask.unit = "time / roofline"
