@@ -208,13 +208,14 @@ def run(spec: dict, data_npz, reference_npz, out_csv, out_meta, problem=None) ->
 
 
 def run_setting(items) -> None:
-    """Execute several runs in one process, in order: ``items`` are
-    (spec, data_npz, reference_npz, out_csv, out_meta) tuples, typically the seeds of one
-    setting (experiment, algorithm, K, ...). Each run is independent (its own streams and
-    files, exactly as ``run``); one process saves a Python start-up per run, and runs on the
-    same data file, dataset and geometry share one loaded problem: its precomputations (the
-    agents' Gram matrices: seconds at MNIST's size) are made once. Sharing is safe because a
-    problem's state after loading is its data and caches keyed by the point asked for."""
+    """Execute several runs in one process: ``items`` are (spec, data_npz, reference_npz,
+    out_csv, out_meta) tuples, typically the runs of one experiment. Each run is independent
+    (its own streams and files, exactly as ``run``), so their order changes no number; one
+    process saves a Python start-up per run, and the runs on one data file, dataset and
+    geometry share one loaded problem: its precomputations (the agents' Gram matrices: seconds
+    at MNIST's size) are made once. Sharing is safe because a problem's state after loading is
+    its data and caches keyed by the point asked for."""
+    import itertools
     import json
 
     def key(item):
@@ -222,12 +223,10 @@ def run_setting(items) -> None:
         return (str(data_npz), json.dumps(spec["dataset"], sort_keys=True),
                 json.dumps(spec.get("geometry"), sort_keys=True))
 
-    # grouped by data file (runs are independent, so their order changes no number), one
-    # problem in memory at a time
-    loaded, problem = None, None
-    for item in sorted(items, key=key):
-        spec, data_npz, reference_npz, out_csv, out_meta = item
-        if key(item) != loaded:
-            problem, loaded = None, key(item)
-            problem = load_problem(spec["dataset"], data_npz, spec.get("geometry"))
-        run(spec, data_npz, reference_npz, out_csv, out_meta, problem=problem)
+    for _, group in itertools.groupby(sorted(items, key=key), key=key):
+        group = list(group)
+        spec, data_npz = group[0][:2]
+        problem = load_problem(spec["dataset"], data_npz, spec.get("geometry"))
+        for item in group:
+            run(*item, problem=problem)
+        del problem                             # one problem in memory at a time
