@@ -59,8 +59,8 @@ DESELECT = {"reporting": "not snakemake_lint"}
 #: changes which cases the tests run, not what rfl computes, so they are left out
 NOT_MUTATED = ("examples", "test_params")
 #: per package, functions mutmut cannot test: ``Problem.__init_subclass__`` runs when
-#: tests/conftest.py defines its toy problem, and pytest re-imports conftest.py in every
-#: session, so mutmut's forced-fail check (every mutated function raises) fails while loading
+#: tests/conftest.py defines its toy problem, and pytest imports conftest.py in every test
+#: run, so mutmut's forced-fail check (every mutated function raises) fails while loading
 #: conftest and the whole run aborts. (mutmut itself skips decorated functions, so the
 #: ``@njit`` kernels of ``rfl.problems._kernels`` are never mutated; their per-agent-loop
 #: oracles are in tests/test_batching.py.)
