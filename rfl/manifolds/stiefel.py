@@ -40,7 +40,9 @@ def _gram_inv_sqrt(c: np.ndarray):
 
     p = 2 in closed form (MBCFSti's St(2, 25)): with s = sqrt(det C) and t = sqrt(tr C + 2 s),
     sqrt(C) = (C + s I) / t, whose inverse is [[c22 + s, -c12], [-c12, c11 + s]] / (s t)
-    (det(C + s I) = s t^2); any other p from one p x p ``eigh``.
+    (det(C + s I) = s t^2). Any other p: C = mu N with mu = tr(C) / p; N within
+    ``_NEAR_IDENTITY`` of I (a retraction step's Gram matrix I + V^T V) by Newton-Schulz
+    (``_sqrt_pair_near_identity``; always within the ratio), the others from one ``eigh``.
     """
     if c.shape[-1] == 2:
         p, b, q = c[..., 0, 0], c[..., 0, 1], c[..., 1, 1]
@@ -55,10 +57,58 @@ def _gram_inv_sqrt(c: np.ndarray):
         m[..., 1, 1] = (p + s) * f
         m[..., 0, 1] = m[..., 1, 0] = -b * f
         return m, good
-    w, v = np.linalg.eigh(c)                                           # (..., p), (..., p, p)
-    good = w[..., 0] > _POLAR_GRAM_RATIO * w[..., -1]
-    w = np.where(good[..., None], w, 1.0)
-    return (v / np.sqrt(w)[..., None, :]) @ _t(v), good
+    # C^{-1/2} = mu^{-1/2} N^{-1/2}; N's eigenvalues lie in [1/2, 3/2] when near: ratio >= 1/3
+    mu = np.trace(c, axis1=-2, axis2=-1) / c.shape[-1]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        _, m, near = _sqrt_pair_near_identity(c / mu[..., None, None])
+        m *= (1.0 / np.sqrt(mu))[..., None, None]
+    if np.all(near):
+        return m, near
+    far = ~near
+    w, v = np.linalg.eigh(c[far])                                      # (k, p), (k, p, p)
+    good = near.copy()
+    good[far] = w[..., 0] > _POLAR_GRAM_RATIO * w[..., -1]
+    w = np.where(good[far][..., None], w, 1.0)
+    m[far] = (v / np.sqrt(w)[..., None, :]) @ _t(v)
+    return m, good
+
+
+#: ``_sqrt_pair_near_identity`` iterates on the matrices within this Frobenius distance of I
+#: (which bounds the spectral distance; the iteration converges for any distance below 1)
+_NEAR_IDENTITY = 0.5
+#: its steps: from distance 1/2 the residual ||I - Z Y|| falls below eps in six
+_NEWTON_SCHULZ_STEPS = 8
+
+
+def _sqrt_pair_near_identity(m: np.ndarray):
+    """(M^{1/2}, M^{-1/2}, near) for symmetric positive definite ``m: (..., p, p)``, by the
+    coupled Newton-Schulz iteration (Higham, "Functions of Matrices", 2008, eq. (6.35)):
+
+        Y_0 = M, Z_0 = I,  T_k = (3 I - Z_k Y_k) / 2,  Y_{k+1} = Y_k T_k,  Z_{k+1} = T_k Z_k,
+
+    Y_k -> M^{1/2} and Z_k -> M^{-1/2} quadratically while ||I - M|| < 1 (the residual
+    I - Z_k Y_k about squares at each step). Batched p x p products only: a retraction step's
+    Gram matrix I + V^T V, or X^T Y of nearby points, takes 2-4 steps, against one LAPACK
+    eigh or SVD per matrix (2.4 and 4.5 ms for 1000 of 5 x 5). ``near``: the matrices within
+    ``_NEAR_IDENTITY`` of I in the Frobenius norm, whose residual reached a few eps; the
+    others (and NaN input) hold garbage."""
+    p = m.shape[-1]
+    eye = np.eye(p)
+    near = np.linalg.norm(m - eye, axis=(-2, -1)) <= _NEAR_IDENTITY
+    tol = 8.0 * p * np.finfo(float).eps
+    y, z = m.copy(), np.broadcast_to(eye, m.shape).copy()
+    for _ in range(_NEWTON_SCHULZ_STEPS):
+        r = eye - z @ y                                                # residual I - Z Y
+        res = np.linalg.norm(r, axis=(-2, -1))
+        if not np.any(near & (res > tol)):
+            break
+        r *= 0.5
+        r += eye                                                       # T = (3 I - Z Y) / 2
+        y = y @ r
+        z = r @ z
+    else:
+        res = np.linalg.norm(eye - z @ y, axis=(-2, -1))
+    return y, z, near & (res <= tol)
 
 
 def _polar(a: np.ndarray) -> np.ndarray:
@@ -109,14 +159,28 @@ def complement_transport(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndar
     Computed without the n x p SVD: X^T Y = P diag(c) V^T (c: the cosines, V: the same right
     singular vectors as those of Ytil = (I - X X^T) Y, since Ytil^T Ytil = I - Y^T X X^T Y), so
     Z = Ytil V diag(1/s) and Z diag(d) Z^T = Ytil V diag(d / s^2) V^T Ytil^T with
-    d / s^2 = 1 / (c (1 + c)): one p x p SVD per agent, no cancellation in d for small angles
-    (where Z is undefined but d / s^2 -> 1/2), and c read off directly (accurate near pi/2).
+    d / s^2 = 1 / (c (1 + c)): no cancellation in d for small angles (where Z is undefined but
+    d / s^2 -> 1/2). V diag(1 / (c (1 + c))) V^T = (M^{1/2} + M)^{-1} with M = (X^T Y)^T (X^T Y)
+    = V diag(c^2) V^T: for nearby points (M within ``_NEAR_IDENTITY`` of I, every transport of
+    a local step) M^{1/2} comes from batched Newton-Schulz products; the others take one p x p
+    SVD of X^T Y, c read off directly (accurate near pi/2).
     """
     a = _t(x) @ y                                                      # (..., p, p)
     ytil = y - x @ a                                                   # (..., n, p)
-    _, c, vt = np.linalg.svd(a)                                        # cosines, V^T
-    c = np.maximum(c, np.sqrt(np.finfo(float).tiny))
-    g = _t(vt) @ (vt / (c * (1.0 + c))[..., :, None])                  # V diag(d / s^2) V^T
+    # V diag(d / s^2) V^T = (M^{1/2} + M)^{-1} with M = A^T A = V diag(c^2) V^T: for nearby
+    # points (M near I) from Newton-Schulz's M^{1/2}, the others from the SVD of A
+    mm = _t(a) @ a
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        root, _, near = _sqrt_pair_near_identity(mm)
+    if np.all(near):
+        g = np.linalg.inv(root + mm)
+    else:
+        g = np.empty_like(mm)
+        g[near] = np.linalg.inv(root[near] + mm[near])
+        far = ~near
+        _, c, vt = np.linalg.svd(a[far])                               # cosines, V^T
+        c = np.maximum(c, np.sqrt(np.finfo(float).tiny))
+        g[far] = _t(vt) @ (vt / (c * (1.0 + c))[..., :, None])
     w = w + ytil @ (g @ (_t(ytil) @ w))
     return w - y @ (_t(y) @ w)
 
