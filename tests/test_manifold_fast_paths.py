@@ -101,6 +101,17 @@ def test_newton_schulz_square_roots_near_the_identity(p):
     np.testing.assert_array_equal(flags, [True, True, False, False, False])
 
 
+def test_newton_schulz_flags_only_converged_matrices(monkeypatch):
+    """With a budget of one step, the matrix at 1e-12 of I converges (flagged) and the one at
+    0.45 does not (not flagged: the callers then take LAPACK's path for it)."""
+    import rfl.manifolds.stiefel as stiefel
+    monkeypatch.setattr(stiefel, "_NEWTON_SCHULZ_STEPS", 1)
+    m = spd_at_distance(np.random.default_rng(8), 4, [1e-12, 0.45])
+    y, _, near = stiefel._sqrt_pair_near_identity(m)
+    np.testing.assert_array_equal(near, [True, False])
+    np.testing.assert_allclose(y[0], sqrtm_ref(m[:1])[0], rtol=0, atol=1e-15)
+
+
 def test_gram_inv_sqrt_mixes_newton_schulz_and_eigh_rows():
     """p = 5: scaled near-identity Gram matrices (Newton-Schulz on C / (tr C / p)), a spread
     within the ratio (eigh) and one beyond it (flagged), in one batch."""
