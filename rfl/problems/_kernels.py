@@ -455,29 +455,37 @@ def _lu_solve(a, b, w, r):
 @_jit
 def task_pass(X, y, d, agents, tasks, ut, lam2, w_out, grad_out, fit_out):
     """Problem (5.3) of ``rfl.problems.multitask`` on the selected tasks, from their valid rows
-    only: for row r (agent a = agents[r], U = ut[r]^T) and each task t = tasks[r, j] with
+    only: for row i (agent a = agents[i], U = ut[i]^T) and each task t = tasks[i, j] with
     rows X_t = X[a, t, :d[a, t]], y_t = y[a, t, :d[a, t]],
 
-        w_j = (U^T X_t^T X_t U + lam2 I)^{-1} U^T X_t^T y_t   -> w_out[r, j]   (lam2 = 2 lambda)
-        res_j = X_t U w_j - y_t,  fit_out[r, j] = 0.5 ||res_j||^2            (if fit_out has rows)
-        grad_out[r] = (1/T) sum_j X_t^T res_j w_j^T                          (if grad_out has rows)
+        w_j = (U^T X_t^T X_t U + lam2 I)^{-1} U^T X_t^T y_t   -> w_out[i, j]   (lam2 = 2 lambda)
+        res_j = X_t U w_j - y_t,  fit_out[i, j] = 0.5 ||res_j||^2            (if fit_out has rows)
+        grad_out[i] = (1/T) sum_j X_t^T res_j w_j^T                          (if grad_out has rows)
 
     X (S, N, D, m), y (S, N, D), d (S, N) int64, agents (s,), tasks (s, T), T >= 1, ut (s, r, m)
     = U^T per row, w_out (s, T, r), grad_out (s, m, r) or (0, m, r), fit_out (s, T) or (0, T).
-    Returns -1, or r T + j of the first task whose r x r system is singular (a zero pivot).
+    Returns -1, or i T + j of the first task whose r x r system is singular (a zero pivot).
 
     Per task, two passes over its rows and nothing else (the padded rows are never read):
     the first computes xu_k = U^T x_k (r dot products per row, five in one pass over the row)
     into a (r, D) scratch and then the r x r system from it; the second, over rows now in
     L1/L2, takes res_k = xu_k . w - y_k and g = sum_k res_k x_k, four rows per pass over g;
-    the agent's sum of g w^T stays in a (r, m) scratch. The first pass reads the rows one at
-    a time, in address order: at S = 1000 (the padded rows of the selected tasks scattered
-    over 2 GB) blocks of four rows read at once, although 1.7x faster with the rows in cache,
-    streamed from memory at two thirds of the rate of one row at a time (the hardware
-    prefetchers follow one ascending stream), and software prefetches of the next rows or the
-    next task did not help (measured at S = 200: 15 ms per mini-batch gradient one row at a
-    time, 21 ms four at a time, 19-21 ms with prefetches, 17 ms copying each task's rows
-    first; numpy's gather and GEMM path: 30 ms)."""
+    the agent's sum of g w^T stays in a (r, m) scratch.
+
+    Measured (one thread; MultitaskLarge of ``benchmarks/bench_limits.py``, S = 1000, B =
+    25, m = 100, r = 5, D = 50): 85 ms per mini-batch gradient, against 157 ms for the numpy
+    gather + GEMM path it replaced; the valid rows (605 MB) stream in 20 ms at the streaming
+    bandwidth, but read task by task (24 kB runs, the padding skipped) they take ~34 ms even
+    in a loop that only sums them; with the rows in cache the kernel would take ~50 ms (10
+    ms at S = 200). The variants tried, at S = 200 (kernel 15-17 ms, numpy path 30 ms): the
+    first pass on blocks of four rows (20 accumulators; that pass 1.5x faster with the rows
+    in cache, but four interleaved streams are read from memory at two thirds of the rate of
+    one: 21 ms), the same with software prefetches of the rows ahead or of the next task
+    (19-21 ms), with each task's rows copied to a scratch first (17 ms), the r x r system
+    accumulated row by row in the first pass instead of r (r + 1) / 2 dot products over the
+    task's rows (20 ms), and the second pass of each task interleaved with the first pass of
+    the next (20 ms).
+    """
     s, T = tasks.shape
     D, m = X.shape[2], X.shape[3]
     r = ut.shape[1]
