@@ -359,7 +359,7 @@ class MultitaskFeatures(Problem):
         the residuals and X^T res from cache. ``np.linalg.LinAlgError`` when a task's r x r
         system is singular (as ``np.linalg.solve``).
         """
-        S, N, D, m = self.X.shape
+        S, N, _, m = self.X.shape
         r = self.r
         agents, idx = kernel_inputs(agents, tasks, S, N)
         s, T = idx.shape
