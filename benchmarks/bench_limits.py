@@ -14,8 +14,11 @@ Bytes that must be read per agent and local step:
 - CPESph (S=1000, N=80, d+1=26, B=64, K=10; normalisation, parallel transport): B (d+1) float64;
 - multitask (S=1000, N=50 tasks, m=100, r=5, B=25, K=10, tasks of d_ij ~ U{10..50} rows stored
   padded to D=50; SVD retraction, parallelization transport): the B tasks' valid rows,
-  B E[d_ij] (m + 1) float64 (``track_memory_ratio_multitask``), and, for the padded layout
-  the kernels actually stream, B D (m + 1) float64 (stderr).
+  B E[d_ij] (m + 1) float64 (``track_memory_ratio_multitask``; the kernel reads only those),
+  and, for comparison, the padded rows B D (m + 1) float64 (stderr): reading a task's valid
+  rows and skipping its padding streams at about half the bandwidth of one long read (the
+  hardware prefetchers restart at every task), so the padded-rows time is about what reading
+  the valid rows costs.
 
 The time per step includes everything a local step does (the sampler's draws, the gradient,
 the transport and the retraction); ``track_kernel_ratio_*`` is the mini-batch gradient alone

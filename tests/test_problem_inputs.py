@@ -765,27 +765,7 @@ def test_multitask_from_arrays_messages():
         MultitaskFeatures.from_arrays({"X": a["X"], "y": a["y"], "d": a["d"]})
 
 
-# ---- multitask: chunked passes, precision, construction ----------------------------------------
-@pytest.mark.parametrize("gradient", ["gram", "rows"])
-def test_multitask_passes_in_chunks_of_one_agent_equal_one_pass(gradient, monkeypatch):
-    a = multitask_data.generate(np.random.default_rng(34), S=4, N=3, m=5, r=2, d_min=2, d_max=6, noise=0.1)
-    one = MultitaskFeatures(a["X"], a["y"], a["d"], 2, lam=0.1, gradient=gradient)
-    many = MultitaskFeatures(a["X"], a["y"], a["d"], 2, lam=0.1, gradient=gradient)
-    many.CHUNK_BYTES = 1                                     # one agent per chunk
-    assert many._chunk_agents(3) == 1 and isinstance(many._chunk_agents(3), int)
-    U = one.manifold.random_point(np.random.default_rng(35), 5)
-    for agents in (np.arange(4), np.array([3, 1, 1, 0, 2]), np.array([1, 2])):
-        xs = U[:len(agents)]
-        tasks = np.random.default_rng(36).integers(0, 3, size=(len(agents), 2))
-        for t in (None, tasks):
-            want = one._task_pass(xs, agents, t, grad=True, values=True)
-            got = many._task_pass(xs, agents, t, grad=True, values=True)
-            for k in ("w", "grad", "h", "fit"):
-                np.testing.assert_allclose(got[k], want[k], rtol=1e-12, atol=1e-14, err_msg=k)
-        np.testing.assert_allclose(many.local_egrad(xs, agents), one.local_egrad(xs, agents), rtol=1e-12, atol=1e-14)
-    assert set(one._task_pass(U[:1], np.array([0]))) == {"w"}               # no gradient, no values unasked
-
-
+# ---- multitask: padding check, precision, construction ----------------------------------------
 def test_padding_is_checked_for_every_agent_in_small_steps(monkeypatch):
     from rfl.problems import multitask
 
