@@ -6,7 +6,8 @@ A local step must read at least the mini-batch's data. The limit is (bytes that 
 ``track_memory_ratio_*`` = (time of one RFedAGS round / K) / limit. ``track_roofline_ratio_*``
 divides by the roofline instead, max(memory limit, compute floor), the floor being the step's
 flops at the rate BLAS reaches on the step's own product shape with its data in cache (both
-terms on stderr); target <= 1.5.
+terms on stderr, with the step against their sum: the bound when the reads and the arithmetic
+do not overlap); target <= 1.5.
 
 Bytes that must be read per agent and local step:
 - MBCFSti (S=1000, N=50, d=25, p=2, B=25, K=10; polar retraction, projection transport):
@@ -105,7 +106,8 @@ class _Limit:
         report(f"roofline {name}: memory term {1e3 * limit:.2f} ms ({self.need[label] / 1e6:.1f} MB), "
                f"compute term {1e3 * floor:.2f} ms ({self.flops / 1e9:.3f} GFlop at "
                f"{rate / 1e9:.1f} GFlop/s); local step {1e3 * step:.2f} ms = {step / roof:.2f} x "
-               f"the roofline")
+               f"the roofline, {step / (limit + floor):.2f} x memory + compute (the bound when "
+               f"reads and arithmetic do not overlap)")
         return step / roof
 
 
