@@ -40,7 +40,7 @@ TESTS = {
                    "test_batching.py", "test_guards.py", "test_sampling.py", "test_participation.py",
                    "test_full_batch_products.py", "test_lsa.py"],
     "problems": ["test_problem_contract.py", "test_cpesph.py", "test_cfmspd.py", "test_mbcfsti.py",
-                 "test_kpca.py", "test_multitask.py", "test_lsa.py", "test_lsa_stationary.py", "test_school.py",
+                 "test_kpca.py", "test_multitask*.py", "test_lsa.py", "test_lsa_stationary.py", "test_school.py",
                  "test_batching.py", "test_hsp.py", "test_lrmc.py", "test_pca_sphere.py", "test_pca_stiefel.py",
                  "test_full_batch_products.py", "test_problem_params.py",
                  "test_problem_inputs.py"],
