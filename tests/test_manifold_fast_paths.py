@@ -59,7 +59,7 @@ def test_gram_inv_sqrt_flags_spread_beyond_the_ratio_as_lapack_does():
     """The mask says which C^{-1/2} may be used: eigenvalue ratio above _POLAR_GRAM_RATIO.
     The p = 2 closed form and the eigh branch (p = 3, padded with a unit eigenvalue in the
     middle) must agree on it on both sides of the ratio."""
-    lam_max = 1.0
+    lam_max = 3.0                       # not 1: a ratio applied to 1 / lam_max would pass too
     ratios = np.array([0.5, 2.0, 1.01, 0.99, 0.2]) * _POLAR_GRAM_RATIO
     R = np.array([[np.cos(0.3), -np.sin(0.3)], [np.sin(0.3), np.cos(0.3)]])
     c2 = np.stack([R @ np.diag([r * lam_max, lam_max]) @ R.T for r in ratios])
