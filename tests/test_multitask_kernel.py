@@ -155,6 +155,8 @@ def test_singular_task_raises_like_solve():
     with pytest.raises(np.linalg.LinAlgError, match="Singular matrix: the r x r system of task 1 of agent 1"):
         p.minibatch_egrad(U, np.array([0, 1]), np.array([[0, 1], [0, 1]]))
     p.minibatch_egrad(U, np.array([0, 1]), np.array([[0, 1], [0, 0]]))       # the others solve
+    with pytest.raises(np.linalg.LinAlgError, match="task 1 of agent 1"):   # the first row, first task
+        p.minibatch_egrad(U[:1], np.array([1]), np.array([[1, 0]]))
     lam = MultitaskFeatures(X, y, d, 2, lam=0.1, gradient="rows")            # 2 lambda I: regular
     assert np.all(np.isfinite(lam.minibatch_egrad(U[:1], np.array([1]), np.array([[1]]))))
 
