@@ -569,8 +569,8 @@ def task_pass(X, y, d, agents, tasks, ut, lam2, w_out, grad_out, fit_out):
     (r, m) scratch.
 
     Measured (one thread; MultitaskLarge of ``benchmarks/bench_limits.py``, S = 1000, B =
-    25, m = 100, r = 5, D = 50): 77 ms per mini-batch gradient, against 157 ms for the numpy
-    gather + GEMM path it replaced; the valid rows (605 MB) stream in 20 ms at the streaming
+    25, m = 100, r = 5, D = 50): 77 ms per mini-batch gradient, against 157 ms for a numpy
+    gather of the padded rows + one GEMM per agent; the valid rows (605 MB) stream in 20 ms at the streaming
     bandwidth, but read task by task (24 kB runs, the padding skipped) they take ~34 ms even
     in a loop that only sums them; with the rows in cache the kernel would take ~50 ms (10
     ms at S = 200). The variants tried, at S = 200 (this kernel 15 ms, one task at a time 17

@@ -62,8 +62,8 @@ G_ij, c_ij or any residual. Two ways to compute the same mini-batch gradient
   flops per agent, no extra memory (``_task_pass``: a compiled pass per task,
   ``_kernels.task_pass``, reads the task's d_ij valid rows where they lie, never the
   padding; at S = 1000, B = 25, r = 5: 77 ms per mini-batch gradient, against 157 ms
-  for the numpy path it replaced, which gathered the selected tasks' padded rows
-  and did one GEMM per agent).
+  for numpy gathering the selected tasks' padded rows and doing one GEMM per
+  agent).
 - ``"auto"`` (default): ``"rows"`` when D < m, else ``"gram"``. The Gram path
   wins when tasks have more rows than features (School: D = max training
   school size >> m = 28); for the paper's synthetic case (D = 50 < m = 100)
