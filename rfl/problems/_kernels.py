@@ -568,20 +568,20 @@ def task_pass(X, y, d, agents, tasks, ut, lam2, w_out, grad_out, fit_out):
     and g = sum_k res_k x_k, four rows per pass over g; the agent's sum of g w^T stays in a
     (r, m) scratch.
 
-    Measured (one thread; MultitaskLarge of ``benchmarks/bench_limits.py``, S = 1000, B =
-    25, m = 100, r = 5, D = 50): 77 ms per mini-batch gradient, against 157 ms for a numpy
-    gather of the padded rows + one GEMM per agent; the valid rows (605 MB) stream in 20 ms at the streaming
-    bandwidth, but read task by task (24 kB runs, the padding skipped) they take ~34 ms even
-    in a loop that only sums them; with the rows in cache the kernel would take ~50 ms (10
-    ms at S = 200). The variants tried, at S = 200 (this kernel 15 ms, one task at a time 17
+    Measured (one thread; MultitaskLarge of ``benchmarks/bench_limits.py``, S = 1000, B = 25, m
+    = 100, r = 5, D = 50): 77 ms per mini-batch gradient, against 157 ms for a numpy gather of
+    the padded rows + one GEMM per agent; the valid rows (605 MB) stream in 20 ms at the
+    streaming bandwidth, but read task by task (24 kB runs, the padding skipped) they take ~34
+    ms even in a loop that only sums them; with the rows in cache the kernel would take ~50 ms
+    (10 ms at S = 200). The variants tried, at S = 200 (this kernel 15 ms, one task at a time 17
     ms, the numpy path 30 ms): the first pass on blocks of four rows of one task (20
-    accumulators; that pass 1.5x faster with the rows in cache, but four interleaved streams
-    800 bytes apart are read from memory at two thirds of the rate of one: 21 ms), the same
-    with software prefetches of the rows ahead or of the next task (19-21 ms), with each
-    task's rows copied to a scratch first (17 ms), four tasks at once instead of two (pass
-    alone: 10.1 against 9.4 ms), the r x r system accumulated row by row in the first pass
-    instead of r (r + 1) / 2 dot products over the task's rows (20 ms), and the second pass
-    of each task interleaved with the first pass of the next (20 ms).
+    accumulators; that pass 1.5x faster with the rows in cache, but four interleaved streams 800
+    bytes apart are read from memory at two thirds of the rate of one: 21 ms), the same with
+    software prefetches of the rows ahead or of the next task (19-21 ms), with each task's rows
+    copied to a scratch first (17 ms), four tasks at once instead of two (pass alone: 10.1
+    against 9.4 ms), the r x r system accumulated row by row in the first pass instead of r (r +
+    1) / 2 dot products over the task's rows (20 ms), and the second pass of each task
+    interleaved with the first pass of the next (20 ms).
     """
     s, T = tasks.shape
     D, m = X.shape[2], X.shape[3]
