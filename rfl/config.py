@@ -462,6 +462,39 @@ SYSTEM_DIRS = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/pr
 SYSTEM_ROOTS = ("/", "/home", "/media", "/mnt", "/opt", "/run", "/srv", "/var")
 
 
+def _claim_errors(config: dict) -> list[str]:
+    """Each claim: a registered rule, its params against the rule's ``params_schema``, its
+    experiments against the rule's ``experiments_schema`` and the config's experiments, its
+    figures among the config's."""
+    from rfl.registry import RULES
+
+    msgs = []
+    exps, figs = config["experiments"], config.get("figures", {})
+    for cid, claim in config.get("claims", {}).items():
+        where = ["claims", cid]
+        if claim["rule"] not in RULES:
+            msgs.append(f"config key {_key(where + ['rule'])}: {claim['rule']!r} is not a known claim "
+                        f"rule; allowed: {', '.join(RULES.names())}")
+            continue
+        rule = RULES[claim["rule"]]
+        for err in _Validator(rule.params_schema).iter_errors(claim.get("params", {})):
+            msgs.append(_describe(err, where + ["params"]))
+        for err in _Validator(rule.experiments_schema).iter_errors(claim["experiments"]):
+            msgs.append(_describe(err, where + ["experiments"]))
+        e = claim["experiments"]
+        names = [(k, x) for k, v in e.items() for x in ([v] if isinstance(v, str) else v)] \
+            if isinstance(e, dict) else list(enumerate(e))
+        for k, name in names:
+            if isinstance(name, str) and name not in exps:
+                msgs.append(f"config key {_key(where + ['experiments', k])}: {name!r} is not an "
+                            f"experiment of this config; allowed: {', '.join(exps)}")
+        for i, f in enumerate(claim.get("figures", [])):
+            if f not in figs:
+                msgs.append(f"config key {_key(where + ['figures', i])}: {f!r} is not a figure of "
+                            f"this config; allowed: {', '.join(figs)}")
+    return msgs
+
+
 def _path_error(key: str, value: str) -> str | None:
     """Why directory ``value`` (config key ``key``) must not be written to, or None: a relative
     path must stay inside the working directory; an absolute one must be an existing, writable
@@ -509,7 +542,8 @@ def validate(config: dict, schema_path: str | Path = SCHEMA_PATH) -> dict:
     config = copy.deepcopy(config)
     schema = load_schema(schema_path)
     for check in (_key_errors, lambda c: _schema_errors(c, schema), _path_errors,
-                  lambda c: _dataset_errors(c, schema), _experiment_errors, _figure_and_table_errors):
+                  lambda c: _dataset_errors(c, schema), _experiment_errors, _figure_and_table_errors,
+                  _claim_errors):
         msgs = check(config)
         if msgs:
             raise ConfigError("invalid configuration:\n  " + "\n  ".join(msgs))

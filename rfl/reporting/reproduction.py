@@ -9,6 +9,7 @@ reported as such.
 from __future__ import annotations
 
 import datetime as _dt
+import json
 from pathlib import Path
 
 import numpy as np
@@ -33,63 +34,10 @@ def _verdict(n_ok: int, n: int, n_missing: int) -> str:
     return REPRODUCED if n_ok == n else (NOT if n_ok == 0 else PARTLY)
 
 
-def median_curve(runs, metric="excess_risk") -> pd.Series:
-    """Per round, the median over seeds of ``metric``. A seed that diverged counts as +inf from
-    the round it diverged on (not as missing), so the median is infinite once half the seeds
-    or more have diverged; without a diverged seed this is the median drawn in the figures."""
-    curve = summarise(runs, metric)["median"]
-    if not any((t["status"] == "diverged").any() for t in runs):
-        return curve
-    index = curve.index
-    wide = pd.concat([_column(t, metric, index).rename(i) for i, t in enumerate(runs)], axis=1)
-    for i, t in enumerate(runs):
-        bad = t.loc[t["status"] == "diverged", "round"]
-        if len(bad):
-            wide.loc[index >= bad.min(), i] = np.inf
-    return wide.median(axis=1).rename("median")
-
-
-def diverged_at(curve: pd.Series):
-    """The first round at which ``curve`` is infinite (its runs diverged), else None."""
-    bad = np.nonzero(np.isinf(curve.values))[0]
-    return curve.index[bad[0]] if len(bad) else None
-
-
-def plateau(curve: pd.Series) -> float:
-    """Level reached: median over the last 10% of rounds."""
-    n = max(3, len(curve) // 10)
-    return float(curve.iloc[-n:].median())
-
-
-def linear_phase(curve: pd.Series) -> dict:
-    """Fit log(curve) ~ a + b t over the transient: from t = 0 until the curve has made 90% of its
-    total log-decrease (its linear phase, whether or not it levels off before the last round).
-    Returns the contraction factor per round exp(b), R^2 of the fit, the rounds fitted, the
-    decrease over them, and the final level (median of the last 10% of rounds); ``status`` is
-    "ok", "diverged" (``diverged_at``: the first infinite round; no fit) or "insufficient"
-    (fewer than MIN_FIT_ROUNDS + 1 rounds with a value: no fit). Rounds without a value (NaN:
-    no seed has one) are left out of the fit."""
-    t_div = diverged_at(curve)
-    values = curve.dropna()
-    if t_div is not None or len(values) <= MIN_FIT_ROUNDS:
-        return {"status": "diverged" if t_div is not None else "insufficient", "diverged_at": t_div,
-                "rate": np.nan, "r2": np.nan, "rounds": 0, "decrease": np.nan,
-                "plateau": plateau(values) if len(values) else np.nan,
-                "start": float(values.iloc[0]) if len(values) else np.nan}
-    c = values.clip(lower=1e-300)
-    logc = np.log(c.values)
-    total = logc[0] - logc.min()
-    # the first round with 90% of the decrease (the whole curve if it never decreases)
-    reached = int(np.nonzero(logc <= logc[0] - 0.9 * total)[0][0]) if total > 0 else len(c) - 1
-    end = max(reached, MIN_FIT_ROUNDS)
-    t, y = c.index.values[: end + 1].astype(float), logc[: end + 1]
-    b, a = np.polyfit(t, y, 1)
-    resid = y - (a + b * t)
-    ss = ((y - y.mean()) ** 2).sum()
-    r2 = 1 - (resid ** 2).sum() / ss if ss > 0 else 1.0
-    return {"status": "ok", "diverged_at": None,
-            "rate": float(np.exp(b)), "r2": float(r2), "rounds": int(end),
-            "decrease": float(c.iloc[0] / c.iloc[end]), "plateau": plateau(c), "start": float(c.iloc[0])}
+from rfl.claims.curves import (MIN_FIT_ROUNDS, diverged_at, linear_phase, max_log_ratio,  # noqa: E402,F401
+                               median_curve, plateau, rounds_to, seed_note)
+from rfl.claims.curves import last as _last  # noqa: E402,F401
+from rfl.claims.rules.contraction_in_k import order as faster_in_k  # noqa: E402,F401
 
 
 LINEAR_RULE = ("per K, a log-linear fit over the rounds in which the median curve makes 90% of its "
@@ -110,11 +58,6 @@ def fit_note(K, fit: dict) -> str | None:
     if fit["status"] == "insufficient":
         return f"- K = {K}: insufficient data (fewer than {MIN_FIT_ROUNDS + 1} recorded rounds)."
     return None
-
-
-def rounds_to(curve: pd.Series, level: float) -> float:
-    hit = np.nonzero(curve.values <= level)[0]
-    return float(curve.index[hit[0]]) if len(hit) else np.nan
 
 
 class Report:
@@ -154,188 +97,6 @@ def _rows_table(rep: Report, rows: list[dict]) -> None:
 def _notes(rep: Report, notes: list[str]) -> None:
     if notes:
         rep.add(*notes, "")
-
-
-def seed_note(K, runs) -> str | None:
-    """The line that says how many seeds of a K diverged, or None if none did."""
-    rounds = [int(t.loc[t["status"] == "diverged", "round"].min()) for t in runs
-              if (t["status"] == "diverged").any()]
-    if not rounds:
-        return None
-    return (f"- K = {K}: {len(rounds)} of {len(runs)} seeds diverged (first at round {min(rounds)}); "
-            "each counts as +inf in the median from the round it diverged on.")
-
-
-def _last(curve: pd.Series, upto=None) -> float:
-    """The curve's value at its last round with a value (at or before ``upto``), NaN if none."""
-    c = curve.dropna()
-    if upto is not None:
-        c = c.loc[:upto]
-    return float(c.iloc[-1]) if len(c) else np.nan
-
-
-def decaying_vs_fixed(fixed: pd.Series, dec: pd.Series) -> tuple[str, str | None]:
-    """("ok" | "fail" | "insufficient", why): the decaying run ends below the fixed run. A
-    decaying run that diverged fails; a fixed run that diverged (and a curve without a value)
-    leaves nothing to compare with."""
-    t_dec, t_fix = diverged_at(dec), diverged_at(fixed)
-    if t_dec is not None:
-        return "fail", f"the decaying-step run diverged at round {t_dec}"
-    if t_fix is not None:
-        return "insufficient", f"the fixed-step run diverged at round {t_fix}: no level to compare with"
-    f_end, d_end = _last(fixed), _last(dec)
-    if not (np.isfinite(f_end) and np.isfinite(d_end)):
-        return "insufficient", "no value at the last round"
-    return ("ok" if d_end < f_end else "fail"), None
-
-
-def larger_k_faster(curves: dict) -> tuple[str, float, dict]:
-    """(verdict, level, {K: rounds to reach level}): the level is the geometric mean of the lowest
-    initial excess risk and the worst final level (over the Ks whose curve did not diverge);
-    reproduced if the rounds are non-increasing in K, partly if only the largest K beats the
-    smallest; insufficient data with fewer than two Ks or no finite level."""
-    starts = [_last(c.iloc[:1]) for c in curves.values()]
-    levels = [p for p in (plateau(c.dropna()) for c in curves.values()
-                          if c.notna().any() and diverged_at(c) is None) if np.isfinite(p)]
-    if len(curves) < 2 or not levels or not np.all(np.isfinite(starts)):
-        return INSUFFICIENT, np.nan, {K: np.nan for K in curves}
-    level = float(np.sqrt(min(starts) * max(levels)))
-    times = {K: rounds_to(c, level) for K, c in curves.items()}
-    t = list(times.values())
-    monotone = all(np.isfinite(t)) and all(a >= b for a, b in zip(t, t[1:]))
-    faster = np.isfinite(t[0]) and np.isfinite(t[-1]) and t[-1] < t[0]
-    return (REPRODUCED if monotone else (PARTLY if faster else NOT)), level, times
-
-
-def figure1_section(rep: Report, spec: dict, row: dict) -> None:
-    label, fixed_exp, dec_exp = row["label"], row["fixed"], row["decaying"]
-    fixed, dec = _groups(spec, fixed_exp), _groups(spec, dec_exp)
-    if not fixed or not dec:
-        return
-    rep.add(f"## Figure 1, {label}", "",
-            f"Experiments `{fixed_exp}` (fixed step) and `{dec_exp}` (decaying step (5.2)); "
-            "curves are medians over seeds of the excess risk F(x_t) - F(x*).", "")
-    fixed_runs, dec_runs = _rfedags(fixed), _rfedags(dec)
-    fixed_curves = {K: median_curve(r) for K, r in sorted(fixed_runs.items())}
-    dec_curves = {K: median_curve(r) for K, r in sorted(dec_runs.items())}
-    # 1. linear convergence with a fixed step
-    rep.add("### Claim: with a fixed step, RFedAGS converges linearly to a neighbourhood of x* "
-            "(Theorem 4.3)", "")
-    rows, ok, missing, notes = [], 0, 0, []
-    for K, curve in fixed_curves.items():
-        fit = linear_phase(curve)
-        ok += is_linear(fit)
-        missing += fit["status"] == "insufficient"
-        notes += [n for n in (seed_note(K, fixed_runs[K]), fit_note(K, fit)) if n]
-        rows.append({"K": str(K), "F(x_1)-F*": fit["start"], "contraction/round": fit["rate"],
-                     "R^2 (log-linear)": fit["r2"],
-                     "rounds fitted": str(fit["rounds"]) if fit["status"] == "ok" else "-",
-                     "decrease": fit["decrease"], "level reached": fit["plateau"]})
-    _rows_table(rep, rows)
-    _notes(rep, notes)
-    rep.verdict(f"Fig. 1 {label}", "linear convergence, fixed step", _verdict(ok, len(rows), missing),
-                LINEAR_RULE)
-    # 2. decaying steps more accurate
-    rep.add("### Claim: decaying step sizes find a more accurate solution than the fixed step", "")
-    rows, ok, missing, notes = [], 0, 0, []
-    for K in sorted(set(fixed_curves) & set(dec_curves)):
-        fcurve, dcurve = fixed_curves[K], dec_curves[K]
-        f_end, d_end = _last(fcurve), _last(dcurve)
-        d_same = _last(dcurve, min(dcurve.index[-1], fcurve.index[-1]))
-        outcome, why = decaying_vs_fixed(fcurve, dcurve)
-        ok += outcome == "ok"
-        missing += outcome == "insufficient"
-        if why:
-            notes.append(f"- K = {K}: {'insufficient data' if outcome == 'insufficient' else 'fails'}: {why}.")
-        rows.append({"K": str(K), "fixed, last round": f_end, "decaying, last round": d_end,
-                     "decaying, at the fixed run's last round": d_same, "ratio (dec/fixed)": d_end / f_end})
-    _rows_table(rep, rows)
-    _notes(rep, notes)
-    rep.verdict(f"Fig. 1 {label}", "decaying step more accurate", _verdict(ok, len(rows), missing),
-                "per K, the median excess risk at the last round of the decaying run is below that "
-                "of the fixed run; reproduced if for every K (a decaying run that diverged fails; "
-                "a fixed run that diverged leaves insufficient data)")
-    # 3. larger K faster, up to a point
-    rep.add("### Claim: a larger K speeds up convergence (in rounds), up to a point", "")
-    v, level, times = larger_k_faster(fixed_curves)
-    rows = [{"K": str(K), f"rounds to reach {level:.3g}": times[K], "level reached": plateau(c)}
-            for K, c in fixed_curves.items()]
-    _rows_table(rep, rows)
-    if v == INSUFFICIENT:
-        rep.add("Fewer than two K, or no K with a finite final level: nothing to compare.", "")
-    rep.verdict(f"Fig. 1 {label}", "larger K faster", v,
-                "rounds to reach the geometric mean of the initial excess risk and the worst final "
-                "level (of the K that did not diverge); reproduced if non-increasing in K, partly if "
-                "only the largest K beats the smallest; insufficient data with fewer than two K")
-    # 4. RFedAGS vs RFedAvg at the same K
-    avg = {k[1]: v for k, v in fixed.items() if k[0] == "rfedavg"}
-    common = sorted(set(avg) & set(fixed_runs))
-    if common:
-        rep.add("### Claim: RFedAGS and RFedAvg behave alike (identical for K = 1 with Exp and "
-                "parallel transport)", "")
-        rows, ok, missing, notes = [], 0, 0, []
-        for K in common:
-            a, g = median_curve(avg[K]), fixed_curves[K]
-            rel = max_log_ratio(a, g)
-            ok += rel < np.log(2)
-            missing += bool(np.isnan(rel))
-            for name, c in (("RFedAvg", a), ("RFedAGS", g)):
-                if diverged_at(c) is not None:
-                    notes.append(f"- K = {K}: {name} diverged at round {diverged_at(c)}.")
-            rows.append({"K": str(K), "RFedAGS last": float(g.iloc[-1]), "RFedAvg last": float(a.iloc[-1]),
-                         "max abs(log ratio) over rounds": rel})   # (a "|" would split the cell)
-        rep.table(pd.DataFrame(rows))
-        for K in common:
-            notes += partial.avg_vs_ags(K, median_curve(avg[K]), fixed_curves[K])
-        _notes(rep, notes)
-        rep.verdict(f"Fig. 1 {label}", "RFedAGS ~ RFedAvg", _verdict(ok, len(rows), missing),
-                    "the median curves stay within a factor 2 of each other at every round")
-
-
-def max_log_ratio(a: pd.Series, b: pd.Series) -> float:
-    """max over the rounds both curves have of |log a - log b| (values below 1e-300 clipped); a
-    round where exactly one of them diverged gives +inf, one where both did is left out; NaN
-    if no round is left."""
-    d = (np.log(a.clip(lower=1e-300)) - np.log(b.clip(lower=1e-300))).abs().dropna()
-    return float(d.max())                        # NaN if empty
-
-
-def figure2_section(rep: Report, spec: dict, experiment: str) -> None:
-    groups = _groups(spec, experiment)
-    if not groups:
-        return
-    rep.add("## Figure 2, multitask feature learning (synthetic)", "",
-            "### Claim: RFedAGS converges linearly, and the number of local steps K speeds it up", "")
-    rows, ok, missing, notes, rates = [], 0, 0, [], []
-    for K, runs in sorted(_rfedags(groups).items()):
-        curve = median_curve(runs)
-        fit = linear_phase(curve)
-        sd = median_curve(runs, "subspace_dist")
-        ok += is_linear(fit)
-        missing += fit["status"] == "insufficient"
-        notes += [n for n in (seed_note(K, runs), fit_note(K, fit)) if n]
-        if fit["status"] != "insufficient":
-            rates.append(np.inf if fit["status"] == "diverged" else fit["rate"])
-        rows.append({"K": str(K), "contraction/round": fit["rate"], "R^2": fit["r2"],
-                     "excess risk, first": fit["start"], "excess risk, last": float(curve.iloc[-1]),
-                     "subspace distance, last": float(sd.iloc[-1])})
-    _rows_table(rep, rows)
-    _notes(rep, notes)
-    rep.verdict("Fig. 2", "linear convergence", _verdict(ok, len(rows), missing), LINEAR_RULE)
-    rep.verdict("Fig. 2", "larger K faster", faster_in_k(rates),
-                "the fitted contraction factor is non-increasing in K (partly: only the largest K "
-                "beats K = 1; a K that diverged counts as the slowest, one without a fit is left "
-                "out; insufficient data if fewer than two K are left)")
-
-
-def faster_in_k(rates: list[float]) -> str:
-    """Contraction factors in increasing K: reproduced if non-increasing, partly if only the
-    last is below the first, insufficient data with fewer than two."""
-    if len(rates) < 2:
-        return INSUFFICIENT
-    if all(a >= b for a, b in zip(rates, rates[1:])):
-        return REPRODUCED
-    return PARTLY if rates[-1] < rates[0] else NOT
 
 
 def school_section(rep: Report, spec: dict) -> None:
@@ -518,19 +279,17 @@ def provenance(spec: dict) -> list[str]:
 
 
 def write_report(spec: dict, out_md) -> None:
-    # the sections of the newer version's experiments import this module's helpers
+    """REPRODUCTION.md from the claims the config declares (``rfl.claims``), and
+    ``claims.json`` beside it: one record per judged claim (the HTML report reads it)."""
+    from rfl.claims.judge import judge_all, sections, summary
+
     from .newer_synthetic import newer_synthetic_section
     from .newer_version import newer_version_section
     from .participation import participation_section
 
     io.check_sampler_versions([p for paths in spec["runs"].values() for p in paths])
+    results = judge_all(spec)
     rep = Report()
-    for row in spec["config"].get("tables", {}).get("table1", {}).get("rows", []):
-        figure1_section(rep, spec, row)
-    for fig in spec["config"].get("figures", {}).values():
-        if "subspace_dist" in fig.get("metrics", []):
-            figure2_section(rep, spec, fig["experiment"])
-            break
     school_section(rep, spec)
     kpca_section(rep, spec)
     heterogeneity_section(rep, spec)
@@ -541,8 +300,18 @@ def write_report(spec: dict, out_md) -> None:
     head = ["# Reproduction report", "",
             "Written by `rfl reproduction` from the result files of this workflow run; do not edit. "
             "Each claim of the RFedAGS paper is set against what was measured here, with the rule "
-            "that decides the verdict.", "", *provenance(spec), "", "## Summary", "",
-            "| where | claim | verdict |", "|---|---|---|"]
-    head += [f"| {w} | {c} | {v} |" for w, c, v in rep.summary] + [""]
+            "that decides the verdict and the size it was judged at.", "", *provenance(spec), "",
+            "## Summary", ""]
+    head += summary(results)[:-1]
+    head += [f"| {w} | {c} | {v} | |" for w, c, v in rep.summary] + [""]
     with io.atomic_path(out_md) as tmp:
-        tmp.write_text("\n".join(head + rep.lines) + "\n")
+        tmp.write_text("\n".join(head + sections(results) + rep.lines) + "\n")
+    with io.atomic_path(Path(out_md).with_name("claims.json")) as tmp:
+        tmp.write_text(json.dumps(results, indent=1, default=_json_default) + "\n")
+
+
+def _json_default(v):
+    """numpy scalars as Python numbers (NaN and inf as JSON's extension values)."""
+    if isinstance(v, np.generic):
+        return v.item()
+    raise TypeError(f"{type(v).__name__} is not JSON serialisable")

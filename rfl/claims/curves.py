@@ -1,0 +1,120 @@
+"""Statistics of excess-risk curves that the claim rules share (medians over seeds, plateaus,
+the linear phase, levelling off). A curve is a ``pd.Series`` indexed by round."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from rfl.reporting.figures import _column, summarise
+
+MIN_FIT_ROUNDS = 2      # a log-linear fit needs the rounds 0..2 at least (three points)
+
+
+def median_curve(runs, metric="excess_risk") -> pd.Series:
+    """Per round, the median over seeds of ``metric``. A seed that diverged counts as +inf from
+    the round it diverged on (not as missing), so the median is infinite once half the seeds
+    or more have diverged; without a diverged seed this is the median drawn in the figures."""
+    curve = summarise(runs, metric)["median"]
+    if not any((t["status"] == "diverged").any() for t in runs):
+        return curve
+    index = curve.index
+    wide = pd.concat([_column(t, metric, index).rename(i) for i, t in enumerate(runs)], axis=1)
+    for i, t in enumerate(runs):
+        bad = t.loc[t["status"] == "diverged", "round"]
+        if len(bad):
+            wide.loc[index >= bad.min(), i] = np.inf
+    return wide.median(axis=1).rename("median")
+
+
+def diverged_at(curve: pd.Series):
+    """The first round at which ``curve`` is infinite (its runs diverged), else None."""
+    bad = np.nonzero(np.isinf(curve.values))[0]
+    return curve.index[bad[0]] if len(bad) else None
+
+
+def plateau(curve: pd.Series) -> float:
+    """Level reached: median over the last 10% of rounds (at least 3)."""
+    n = max(3, len(curve) // 10)
+    return float(curve.iloc[-n:].median())
+
+
+def last(curve: pd.Series, upto=None) -> float:
+    """The curve's value at its last round with a value (at or before ``upto``), NaN if none."""
+    c = curve.dropna()
+    if upto is not None:
+        c = c.loc[:upto]
+    return float(c.iloc[-1]) if len(c) else np.nan
+
+
+def rounds_to(curve: pd.Series, level: float) -> float:
+    """The first round at which ``curve`` is at or below ``level`` (NaN if never)."""
+    hit = np.nonzero(curve.values <= level)[0]
+    return float(curve.index[hit[0]]) if len(hit) else np.nan
+
+
+def first_below(curve: pd.Series, level: float) -> float:
+    """The first round at which ``curve`` is strictly below ``level`` (NaN if never): a curve
+    that never leaves its start does not reach a level equal to it."""
+    hit = np.nonzero(curve.values < level)[0]
+    return float(curve.index[hit[0]]) if len(hit) else np.nan
+
+
+def linear_phase(curve: pd.Series) -> dict:
+    """Fit log(curve) ~ a + b t over the transient: from t = 0 until the curve has made 90% of its
+    total log-decrease (its linear phase, whether or not it levels off before the last round).
+    Returns the contraction factor per round exp(b), R^2 of the fit, the rounds fitted, the
+    decrease over them, and the final level (median of the last 10% of rounds); ``status`` is
+    "ok", "diverged" (``diverged_at``: the first infinite round; no fit) or "insufficient"
+    (fewer than MIN_FIT_ROUNDS + 1 rounds with a value: no fit). Rounds without a value (NaN:
+    no seed has one) are left out of the fit."""
+    t_div = diverged_at(curve)
+    values = curve.dropna()
+    if t_div is not None or len(values) <= MIN_FIT_ROUNDS:
+        return {"status": "diverged" if t_div is not None else "insufficient", "diverged_at": t_div,
+                "rate": np.nan, "r2": np.nan, "rounds": 0, "decrease": np.nan,
+                "plateau": plateau(values) if len(values) else np.nan,
+                "start": float(values.iloc[0]) if len(values) else np.nan}
+    c = values.clip(lower=1e-300)
+    logc = np.log(c.values)
+    total = logc[0] - logc.min()
+    # the first round with 90% of the decrease (the whole curve if it never decreases)
+    reached = int(np.nonzero(logc <= logc[0] - 0.9 * total)[0][0]) if total > 0 else len(c) - 1
+    end = max(reached, MIN_FIT_ROUNDS)
+    t, y = c.index.values[: end + 1].astype(float), logc[: end + 1]
+    b, a = np.polyfit(t, y, 1)
+    resid = y - (a + b * t)
+    ss = ((y - y.mean()) ** 2).sum()
+    r2 = 1 - (resid ** 2).sum() / ss if ss > 0 else 1.0
+    return {"status": "ok", "diverged_at": None,
+            "rate": float(np.exp(b)), "r2": float(r2), "rounds": int(end),
+            "decrease": float(c.iloc[0] / c.iloc[end]), "plateau": plateau(c), "start": float(c.iloc[0])}
+
+
+def levelled(curve: pd.Series, factor: float = 1.2) -> bool:
+    """Whether ``curve`` has levelled off: median of its last 10% of rounds (at least 3) within
+    ``factor`` of the median of the 10% before them; False with fewer than 6 values."""
+    c = curve.dropna()
+    n = max(3, len(c) // 10)
+    if len(c) < 2 * n:
+        return False
+    end, before = float(c.iloc[-n:].median()), float(c.iloc[-2 * n:-n].median())
+    return bool(np.isfinite(end) and np.isfinite(before) and before <= factor * end)
+
+
+def max_log_ratio(a: pd.Series, b: pd.Series) -> float:
+    """max over the rounds both curves have of |log a - log b| (values below 1e-300 clipped); a
+    round where exactly one of them diverged gives +inf, one where both did is left out; NaN
+    if no round is left."""
+    d = (np.log(a.clip(lower=1e-300)) - np.log(b.clip(lower=1e-300))).abs().dropna()
+    return float(d.max())                        # NaN if empty
+
+
+def seed_note(K, runs) -> str | None:
+    """The line that says how many seeds of a K diverged, or None if none did."""
+    rounds = [int(t.loc[t["status"] == "diverged", "round"].min()) for t in runs
+              if (t["status"] == "diverged").any()]
+    if not rounds:
+        return None
+    return (f"- K = {K}: {len(rounds)} of {len(runs)} seeds diverged (first at round {min(rounds)}); "
+            "each counts as +inf in the median from the round it diverged on.")

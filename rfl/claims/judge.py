@@ -1,0 +1,124 @@
+"""Judge every claim the config declares and render them: the Markdown of REPRODUCTION.md and
+``claims.json`` (one record per claim, read by the HTML report's pages).
+
+A claim (config ``claims.<id>``) names the paper's reference, its statement, the rule that
+judges it with the rule's parameters, and the experiments it reads; the report groups claims
+by their ``section`` in declaration order. Nothing here knows a study: every verdict comes
+from the rule the claim names.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from rfl.registry import RULES
+
+from .rule import Evidence, Judgement
+from .verdicts import UNDECIDED
+
+
+def claim_params(claim: dict) -> dict:
+    """The rule's defaults overridden by the claim's ``params``."""
+    return {**RULES[claim["rule"]].defaults(), **claim.get("params", {})}
+
+
+def claim_figures(config: dict, claim: dict) -> list[str]:
+    """The figures a claim speaks about: its ``figures``, else every figure drawn from one of its
+    experiments."""
+    if "figures" in claim:
+        return list(claim["figures"])
+    names = set(Evidence({"config": config}, claim["experiments"]).names())
+    return [f for f, fig in config.get("figures", {}).items() if fig["experiment"] in names]
+
+
+def judge_claim(spec: dict, cid: str, claim: dict) -> dict:
+    """One claim judged: its declaration, the rule's text, the judgement and its size provenance."""
+    from rfl.size import describe_size
+
+    rule = RULES[claim["rule"]]()
+    params = claim_params(claim)
+    evidence = Evidence(spec, claim["experiments"])
+    if not any(spec["runs"].get(e) for e in evidence.names()):
+        judgement = Judgement(UNDECIDED if rule.judges else None,
+                              notes=["No run table of its experiments: nothing was measured."],
+                              decide="run its experiments")
+    else:
+        judgement = rule.judge(evidence, params)
+    return {"id": cid, "section": claim["section"], "ref": claim.get("ref", ""),
+            "statement": claim["statement"], "context": claim.get("context", ""),
+            "rule": claim["rule"], "params": params, "rule_text": rule.describe(params),
+            "experiments": evidence.names(), "figures": claim_figures(spec["config"], claim),
+            "verdict": judgement.verdict, "rows": judgement.rows, "notes": judgement.notes,
+            "decide": judgement.decide,
+            "size": describe_size(spec["config"], evidence.names())}
+
+
+def judge_all(spec: dict) -> list[dict]:
+    """Every claim of ``spec['config']`` judged, in declaration order."""
+    return [judge_claim(spec, cid, c) for cid, c in spec["config"].get("claims", {}).items()]
+
+
+def _md(text: str) -> str:
+    """``text`` safe inside a Markdown table cell (a bare "|" would split it)."""
+    return text.replace("|", "\\|")
+
+
+def _cell(v) -> str:
+    if isinstance(v, str):
+        return _md(v)
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if v is None or isinstance(v, float) and math.isnan(v):
+        return "nan"
+    return f"{v:.4g}" if isinstance(v, (int, float)) else str(v)
+
+
+def markdown_table(rows: list[dict]) -> list[str]:
+    """Rows (dicts with the same keys) as a Markdown table."""
+    df = pd.DataFrame(rows)
+    out = ["| " + " | ".join(_md(str(c)) for c in df.columns) + " |", "|" + "---|" * len(df.columns)]
+    out += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in df.itertuples(index=False)]
+    return out + [""]
+
+
+def claim_lines(result: dict) -> list[str]:
+    """The Markdown of one judged claim (heading, context, evidence, notes, verdict, size)."""
+    ref = f" ({result['ref']})" if result["ref"] else ""
+    kind = "Claim" if result["verdict"] is not None else "Measurement"
+    lines = [f"### {kind}: {result['statement']}{ref}", ""]
+    if result["context"]:
+        lines += [result["context"], ""]
+    if result["rows"]:
+        lines += markdown_table(result["rows"])
+    if result["notes"]:
+        lines += [*result["notes"], ""]
+    if result["verdict"] is not None:
+        lines += [f"**Verdict: {result['verdict']}.** _Rule ({result['rule']}): {result['rule_text']}_", ""]
+    if result["decide"]:
+        lines += [f"What would decide it: {result['decide']}.", ""]
+    lines += [f"Size: {result['size']}.", ""]
+    return lines
+
+
+def sections(results: list[dict]) -> list[str]:
+    """Every judged claim under its section's heading, sections in order of first appearance."""
+    order = list(dict.fromkeys(r["section"] for r in results))
+    lines: list[str] = []
+    for s in order:
+        lines += [f"## {s}", ""]
+        for r in results:
+            if r["section"] == s:
+                lines += claim_lines(r)
+    return lines
+
+
+def summary(results: list[dict]) -> list[str]:
+    """The summary table: one row per claim with a verdict (measurements are left out)."""
+    lines = ["| where | claim | verdict | size |", "|---|---|---|---|"]
+    for r in results:
+        if r["verdict"] is not None:
+            where = r["section"] + (f" ({r['ref']})" if r["ref"] else "")
+            lines.append(f"| {_md(where)} | {_md(r['statement'])} | {r['verdict']} | {_md(r['size'])} |")
+    return lines + [""]

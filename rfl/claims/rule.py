@@ -1,0 +1,123 @@
+"""A claim rule: the component that turns a claim's evidence (run tables and the workflow's
+tables) into a verdict.
+
+A rule declares itself like a strategy: a subclass of ``Rule`` with a ``name`` in its class
+body is found by that name (``rfl.registry.RULES``; plug-ins: entry-point group
+``rfl.rules``). It declares the JSON schema of its parameters (the thresholds a config may
+set, with their defaults) and of the experiments it reads, and implements ``judge``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import ClassVar
+
+import pandas as pd
+
+from .verdicts import VERDICTS
+
+#: the experiments a rule reads when it declares nothing else: a non-empty list of names
+EXPERIMENT_LIST = {"type": "array", "minItems": 1, "items": {"type": "string"}}
+
+
+@dataclass
+class Judgement:
+    """What a rule found: the ``verdict`` (one of ``VERDICTS``, or None for a measurement that
+    judges nothing), the evidence as table ``rows`` (one dict per row), ``notes`` (Markdown
+    lines), and for an undecided verdict what would decide it (``decide``: rounds, seeds or
+    agents, computed)."""
+
+    verdict: str | None
+    rows: list[dict] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    decide: str | None = None
+
+    def __post_init__(self):
+        if self.verdict is not None and self.verdict not in VERDICTS:
+            raise ValueError(f"verdict {self.verdict!r} is not one of {', '.join(VERDICTS)}")
+
+
+class Evidence:
+    """What a claim may read, from result files only: the run tables of its experiments grouped
+    by method, the experiments' and datasets' config, and the tables the workflow wrote.
+
+    ``spec`` is the report's spec (``config``, ``runs``: experiment -> run table paths,
+    ``tables``: name -> path); ``experiments`` is the claim's declaration (a list of names, or
+    a mapping role -> name or list of names)."""
+
+    def __init__(self, spec: dict, experiments):
+        self.spec, self.experiments = spec, experiments
+        self._groups: dict[str, dict] = {}
+
+    @cached_property
+    def config(self) -> dict:
+        return self.spec["config"]
+
+    def names(self) -> list[str]:
+        """Every experiment the claim reads, in declaration order."""
+        e = self.experiments
+        if isinstance(e, dict):
+            return [x for v in e.values() for x in ([v] if isinstance(v, str) else v)]
+        return list(e)
+
+    def runs(self, experiment: str) -> dict[tuple, list[pd.DataFrame]]:
+        """(algorithm, K, participation) -> [run table per seed] of ``experiment`` (empty if it
+        has no run tables)."""
+        if experiment not in self._groups:
+            from rfl.reporting.figures import load_runs
+            self._groups[experiment] = load_runs(self.spec["runs"].get(experiment, []))
+        return self._groups[experiment]
+
+    def by_k(self, experiment: str, algorithm: str = "rfedags") -> dict[int, list[pd.DataFrame]]:
+        """K -> run tables of ``algorithm`` with every agent taking part, in increasing K."""
+        return dict(sorted((k[1], v) for k, v in self.runs(experiment).items()
+                           if k[0] == algorithm and k[2] is None))
+
+    def experiment(self, name: str) -> dict:
+        return self.config["experiments"][name]
+
+    def dataset(self, experiment: str) -> dict:
+        return self.config["datasets"][self.experiment(experiment)["dataset"]]
+
+    def problem(self, experiment: str) -> str:
+        return self.dataset(experiment)["problem"]
+
+    def table(self, name: str) -> pd.DataFrame | None:
+        """A table the workflow wrote (``spec['tables'][name]``), None if absent."""
+        from rfl import io
+        path = self.spec.get("tables", {}).get(name)
+        return io.read_table(path) if path and Path(path).exists() else None
+
+
+class Rule:
+    """Base of the claim rules (see the module docstring)."""
+
+    name: ClassVar[str]
+    #: one line: what the rule checks (``rfl list rules``)
+    summary: ClassVar[str] = ""
+    #: JSON schema of ``params`` (an object; every property with a default)
+    params_schema: ClassVar[dict] = {"type": "object", "properties": {}, "additionalProperties": False}
+    #: JSON schema of the claim's ``experiments``
+    experiments_schema: ClassVar[dict] = EXPERIMENT_LIST
+    #: False for a measurement: it shows evidence and judges no claim (verdict None)
+    judges: ClassVar[bool] = True
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "name" in cls.__dict__:
+            from rfl.registry import RULES
+            RULES.add(cls)
+
+    @classmethod
+    def defaults(cls) -> dict:
+        return {k: v["default"] for k, v in cls.params_schema.get("properties", {}).items()
+                if "default" in v}
+
+    def describe(self, params: dict) -> str:
+        """The rule in words, with its thresholds filled in (printed beside the verdict)."""
+        raise NotImplementedError
+
+    def judge(self, evidence: Evidence, params: dict) -> Judgement:
+        raise NotImplementedError

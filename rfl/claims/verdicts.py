@@ -1,0 +1,30 @@
+"""The four verdicts of a claim, and how the verdicts of its cases combine into one.
+
+A case is one instance a rule checks (a K, a cell of a table, a pair of curves): it holds
+(``OK``), fails (``FAIL``), or cannot be decided at the size that was run (``UNDECIDED``:
+a curve that has not levelled off, too few rounds or seeds for the rule's statistics).
+"""
+
+from __future__ import annotations
+
+REPRODUCED, PARTLY, NOT, UNDECIDED = "reproduced", "partly reproduced", "not reproduced", "undecided at this size"
+VERDICTS = (REPRODUCED, PARTLY, NOT, UNDECIDED)
+#: the outcome of one case
+OK, FAIL, OPEN = "ok", "fail", "undecided"
+
+
+def combine(cases: list[str]) -> str:
+    """One verdict from the outcomes of a claim's cases: reproduced if every case holds; not
+    reproduced if none holds and every case was decided; undecided if no case failed but some
+    could not be decided (more rounds, seeds or agents could still make it reproduced), and if
+    there is no case at all; otherwise partly (some hold and some fail) or, when none holds and
+    some are open, not reproduced (a failed case already breaks the claim)."""
+    bad = [c for c in cases if c not in (OK, FAIL, OPEN)]
+    if bad:
+        raise ValueError(f"unknown case outcome(s) {bad}; allowed: {OK}, {FAIL}, {OPEN}")
+    n_ok, n_fail = cases.count(OK), cases.count(FAIL)
+    if not cases or n_fail == 0 and n_ok < len(cases):
+        return UNDECIDED
+    if n_ok == len(cases):
+        return REPRODUCED
+    return PARTLY if n_ok else NOT
