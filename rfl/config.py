@@ -331,7 +331,23 @@ def _experiment_errors(config: dict) -> list[str]:
             msgs.extend(_method_errors(m, where + ["methods", i], cls, exp["dataset"], retraction,
                                        len(sizes)))
         msgs.extend(_run_id_errors(exp, where))
+        msgs.extend(_paper_size_errors(exp, where, cls, ds))
     return msgs
+
+
+#: the keys of an experiment's ``paper_size`` besides its dataset's parameters (rfl/size.py)
+PAPER_SIZE_KEYS = ("source", "rounds", "seeds", "batch_size", "K", "alpha")
+
+
+def _paper_size_errors(exp: dict, where: list, cls, ds: dict) -> list[str]:
+    """Each key of ``paper_size`` is one of PAPER_SIZE_KEYS or a parameter of the dataset's
+    problem (its ``params_schema``) or of the dataset itself."""
+    params = list(cls.params_schema.get("properties", {}))
+    params += [k for k in ds["params"] if k not in params]
+    allowed = list(PAPER_SIZE_KEYS) + params
+    return [f"config key {_key(where + ['paper_size', key])}: {key!r} is neither a size of the "
+            f"experiment nor a parameter of problem {cls.name!r}; allowed: {', '.join(allowed)}"
+            for key in exp.get("paper_size", {}) if key not in allowed]
 
 
 def _run_id_errors(exp: dict, where: list) -> list[str]:

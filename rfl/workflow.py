@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 
 from rfl import config as rflconfig
 from rfl.data.school import ILEA_FILENAME
@@ -28,6 +29,11 @@ from rfl.registry import PROBLEMS
 # data generation, figures, tables) need well under 1 GB and a few minutes for every
 # dataset of the paper; runs and reference optima scale with their data (Plan.*_runtime).
 LIGHT = {"mem_mb": 1000, "runtime": 10}
+# The CPU-time estimate of a run job (Plan.run_cpu_seconds, printed by a dry run): Python's
+# start-up, the data and the reference read once per job, and CPU seconds per sample gradient,
+# fitted to measured jobs (README, Running parts).
+JOB_CPU_S = 1.0
+SAMPLE_CPU_S = 1e-6
 TABLE_EXTENSIONS = ("csv", "md", "tex")
 FIGURE_EXTENSIONS = ("pdf", "png")
 # Every job: BLAS threads pinned to the rule's threads (no oversubscription under --cores N),
@@ -39,6 +45,13 @@ PIN = "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS={threads} MKL_NUM_THREADS=
 def pinned(command: str) -> str:
     """A rule's shell ``command`` run under PIN (every rule's shell is ``pinned(...)``)."""
     return PIN + command
+
+
+def is_dry_run(argv) -> bool:
+    """Whether the Snakemake command line ``argv`` asks for a dry run: ``-n``, ``--dry-run``,
+    ``--dryrun``, or ``-n`` among combined one-letter flags (``-np``)."""
+    return any(a in ("--dry-run", "--dryrun") or re.fullmatch(r"-[A-Za-z]*n[A-Za-z]*", a) is not None
+               for a in argv[1:])
 
 
 def problem_class(problem: str) -> type:
@@ -294,16 +307,23 @@ class Plan:
         passes = ref.get("starts", 1) * ref.get("max_iterations", 1000) * 5
         return 10 + math.ceil(passes * self.data_size_mb(wildcards.dataset) / 200 / 60)
 
-    def run_resources(self, experiment: str) -> dict:
-        """mem_mb: 3x one run's inputs (its data and reference, the largest pair of the job), at
-        least 1 GB. runtime (minutes): 10 + the sample gradients the job evaluates at most
-        (rounds x K x B x agents, summed over its runs) at a conservative 100 us each."""
+    def run_samples(self, experiment: str) -> float:
+        """The sample gradients the run job of ``experiment`` evaluates: rounds x K x B x the
+        agents taking part (every agent; s; rho S or the sum of the p_i on average), summed
+        over its runs."""
         exp = self.experiments[experiment]
         dataset = self.config["datasets"][exp["dataset"]]
         agents = len(problem_class(dataset["problem"]).local_sizes_from(dataset["params"]))
-        samples = sum(spec["rounds"] * (spec["algorithm"].get("K") or 1)
-                      * (spec["algorithm"].get("batch_size") or exp.get("batch_size", 1)) * agents
-                      for (e, _), spec in self.runs.items() if e == experiment)
+        return sum(spec["rounds"] * (spec["algorithm"].get("K") or 1)
+                   * (spec["algorithm"].get("batch_size") or exp.get("batch_size", 1))
+                   * _participants(spec["algorithm"].get("participation"), agents)
+                   for (e, _), spec in self.runs.items() if e == experiment)
+
+    def run_resources(self, experiment: str) -> dict:
+        """mem_mb: 3x one run's inputs (its data and reference, the largest pair of the job), at
+        least 1 GB. runtime (minutes), a cluster's time limit: 10 + the sample gradients the job
+        evaluates (``run_samples``) at a conservative 100 us each."""
+        samples = self.run_samples(experiment)
 
         def mem_mb(wildcards, input) -> int:  # noqa: A002
             one_run = max((_size_mb(d) + _size_mb(r) for d, r in zip(input.data, input.references)),
@@ -311,6 +331,36 @@ class Plan:
             return max(1000, math.ceil(3 * one_run))
 
         return {"mem_mb": mem_mb, "runtime": 10 + math.ceil(samples * 100e-6 / 60)}
+
+    def run_cpu_seconds(self, experiment: str) -> float:
+        """Expected CPU seconds of the run job of ``experiment``: JOB_CPU_S + its sample
+        gradients (``run_samples``) at SAMPLE_CPU_S each (fitted to measured jobs: README)."""
+        return JOB_CPU_S + self.run_samples(experiment) * SAMPLE_CPU_S
+
+    def cpu_estimate(self) -> str:
+        """The estimated CPU-hours of every run job and their total, one line each."""
+        hours = {e: self.run_cpu_seconds(e) / 3600 for e in self.experiments
+                 if any(k[0] == e for k in self.runs)}
+        width = max(map(len, hours), default=0)
+        lines = [f"rfl: estimated CPU-hours of the run jobs ({JOB_CPU_S:g} s + {SAMPLE_CPU_S * 1e6:g} us "
+                 f"per sample gradient; README, Running parts):"]
+        lines += [f"  {e:<{width}}  {h:10.3f}" for e, h in hours.items()]
+        lines.append(f"  {'total':<{width}}  {sum(hours.values()):10.3f}")
+        return "\n".join(lines)
+
+
+def _participants(participation, agents: int) -> float:
+    """The agents expected to take part in a round (``participation`` as a run spec holds it:
+    None, s, or a scheme with rho or probabilities)."""
+    if participation is None:
+        return agents
+    if isinstance(participation, int):
+        return participation
+    if participation.get("probabilities") is not None:
+        return float(sum(participation["probabilities"]))
+    if "rho" in participation:
+        return participation["rho"] * agents
+    return participation.get("s", agents)
 
 
 def _size_mb(path: str) -> float:

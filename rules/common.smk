@@ -1,11 +1,13 @@
 # The validated config, the Plan of its jobs (rfl/workflow.py holds every helper), the spec
 # files, and what every rule shares.
 
+import sys
+
 from snakemake.utils import validate
 
 from rfl import config as rflconfig
 from rfl import io
-from rfl.workflow import LIGHT, Plan, alternatives, pinned
+from rfl.workflow import LIGHT, Plan, alternatives, is_dry_run, pinned
 
 
 # Snakemake's YAML reader keeps the last of two equal keys; read the config files again with
@@ -18,6 +20,10 @@ validate(config, "../config/schema.yaml")
 
 PLAN = Plan(config, io.read_yaml("config/paper_values.yaml"), workflow.configfiles)
 OUT = PLAN.out
+# A dry run (-n) prints the estimated CPU-hours of the run jobs once (rfl/workflow.py); the
+# workflow does not know it is a dry run while it parses, so the command line says.
+if is_dry_run(sys.argv):
+    print(PLAN.cpu_estimate(), file=sys.stderr)
 # The software of every job (with --software-deployment-method conda).
 ENV = "../envs/rfl.yaml"
 

@@ -49,3 +49,15 @@ def test_cost_is_half_the_authors_and_the_optimum_the_leading_eigenvectors():
 def test_bad_params_are_refused_naming_the_key(params, key):
     base = {"d": 6, "r": 2, "S": 3, "N": 4, "block": 4, "n_blocks": 3}
     assert key in [k for k, _ in PCA.check_params({**base, **params})]
+
+
+def test_a_zero_scale_gives_agents_of_zero_rows_that_leave_the_optimum_alone():
+    # the authors' agent study at S = 150, 200: agents past the pool's filled blocks hold zeros
+    params = {"d": 4, "r": 1, "S": 3, "N": 4, "block": 4, "scales": [1.0, 2.0, 0.0]}
+    assert PCA.check_params(params) == []
+    arrays = PCA.generate(np.random.default_rng(3), **params)
+    assert not arrays["Z"][2].any() and arrays["Z"][:2].all()
+    problem = PCA.from_arrays(arrays, params)
+    pooled = arrays["Z"][:2].reshape(-1, 4)                       # the two agents with data
+    lam = np.linalg.eigvalsh(pooled.T @ pooled / 12)[::-1]        # ... over all S N = 12 rows
+    np.testing.assert_allclose(problem.optimal_value(), -0.5 * lam[0], rtol=1e-12)

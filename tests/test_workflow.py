@@ -258,3 +258,28 @@ def test_snakemake_lint_is_clean(tmp_path, configfile):
                        capture_output=True, text=True, timeout=300)
     out = r.stdout + r.stderr
     assert r.returncode == 0 and "Lints for" not in out, out[-5000:]
+
+
+def test_dry_runs_are_told_by_the_command_line():
+    from rfl.workflow import is_dry_run
+    for argv in (["snakemake", "-n"], ["snakemake", "--cores", "2", "-np"], ["snakemake", "--dry-run"],
+                 ["snakemake", "--dryrun", "--profile", "profiles/slurm"]):
+        assert is_dry_run(argv), argv
+    for argv in (["snakemake", "--cores", "1"], ["snakemake", "--configfile", "config/paper.yaml"],
+                 ["n", "--notemp"]):
+        assert not is_dry_run(argv), argv
+
+
+def test_cpu_estimate_counts_the_expected_participants(plan):
+    from rfl.workflow import JOB_CPU_S, SAMPLE_CPU_S, _participants
+    # cpesph_fixed of the smoke config: 4480 sample gradients (as above)
+    assert plan.run_samples("cpesph_fixed") == 4480
+    assert plan.run_cpu_seconds("cpesph_fixed") == pytest.approx(JOB_CPU_S + 4480 * SAMPLE_CPU_S)
+    assert _participants(None, 10) == 10 and _participants(3, 10) == 3
+    assert _participants({"scheme": "bernoulli", "rho": 0.3, "probabilities": None}, 10) == pytest.approx(3)
+    assert _participants({"scheme": "bernoulli_estimated", "rho": 0.5,
+                          "probabilities": [0.1, 0.2, 0.7]}, 3) == pytest.approx(1.0)
+    text = plan.cpu_estimate().splitlines()
+    assert text[0].startswith("rfl: estimated CPU-hours") and text[-1].split()[0] == "total"
+    hours = [float(line.split()[-1]) for line in text[1:-1]]
+    assert float(text[-1].split()[-1]) == pytest.approx(sum(hours), abs=1e-3 * len(hours))

@@ -21,7 +21,9 @@ j N .. (j + 1) N - 1 of the pool. With the authors' numbers:
 - RFedAGS vs the tangent mean (``..._AGSvsTM``): two agents of N = 60 rows, block = 60 rows,
   scales given explicitly (1/2 and 400, ``scales``), d = 50, r = 1.
 
-``scales`` (a list, one per block) overrides the b / n_blocks rule. Draw: one (S N, d) standard
+``scales`` (a list, one per block) overrides the b / n_blocks rule. A scale may be 0: the
+authors' agent study fills a pool of 200 000 rows with its 200 blocks of 500 (100 000 rows),
+so for S = 150 and 200 the agents past the 100th hold rows of zeros. Draw: one (S N, d) standard
 normal array, rows scaled by their block's factor.
 """
 
@@ -29,7 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import COUNT, POSITIVE, object_schema
+from .base import COUNT, NONNEGATIVE, object_schema
 from .kpca import KPCA
 
 
@@ -52,7 +54,7 @@ class PCAStiefelSynthetic(KPCA):
         required={"d": {"type": "integer", "minimum": 1}, "r": COUNT, "S": COUNT, "N": COUNT,
                   "block": COUNT},
         optional={"n_blocks": COUNT,
-                  "scales": {"type": "array", "minItems": 1, "items": POSITIVE}},
+                  "scales": {"type": "array", "minItems": 1, "items": NONNEGATIVE}},
         description="S agents of N rows in R^d from blocks of `block` rows; block b scaled by "
                     "b / n_blocks, or by scales[b]")
     test_params = {"d": 6, "r": 2, "S": 3, "N": 8, "block": 4, "n_blocks": 10}

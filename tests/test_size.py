@@ -1,0 +1,94 @@
+"""An experiment's size against its ``paper_size`` (``rfl.size``) on hand-written configs: each
+difference found (and only those), and the report's words for one or several experiments."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from rfl import config as rflconfig
+from rfl.size import describe_size, size_differences
+
+SRC = "PCAStief_Syn_numagentincreas.m"
+
+
+def _config() -> dict:
+    ds = {"problem": "pca_stiefel", "seed": 1, "params": {"d": 20, "r": 3, "S": 6, "N": 100, "block": 50, "n_blocks": 40}}
+    exp = {"dataset": "a6", "rounds": 300, "batch_size": 50, "seeds": [0],
+           "step": {"rule": "fixed", "alpha": 0.3},
+           "methods": [{"algorithm": "rfedags", "K": [5]}],
+           "paper_size": {"source": SRC, "S": 60, "N": 1000, "d": 20, "rounds": 2500, "seeds": 4, "K": 5}}
+    cfg = {"datasets": {"a6": ds}, "experiments": {"agents_s6": exp}, "figures": {}}
+    for S, paper_S in ((10, 80), (20, 100)):
+        cfg["datasets"][f"a{S}"] = copy.deepcopy(ds)
+        cfg["datasets"][f"a{S}"]["params"]["S"] = S
+        cfg["experiments"][f"agents_s{S}"] = copy.deepcopy(exp)
+        cfg["experiments"][f"agents_s{S}"].update(dataset=f"a{S}")
+        cfg["experiments"][f"agents_s{S}"]["paper_size"]["S"] = paper_S
+    return cfg
+
+
+def test_the_hand_written_config_is_valid():
+    rflconfig.validate(_config())
+
+
+def test_differences_list_only_the_declared_keys_that_differ_dataset_parameters_first():
+    cfg = _config()
+    assert size_differences(cfg, "agents_s6") == [("S", 6, 60), ("N", 100, 1000),
+                                                  ("rounds", 300, 2500), ("seeds", 1, 4)]
+    assert describe_size(cfg, ["agents_s6"]) == \
+        f"S = 6 of 60, N = 100 of 1000, rounds 300 of 2500, seeds 1 of 4 ({SRC})"
+
+
+def test_at_the_papers_size_and_without_a_declaration():
+    cfg = _config()
+    exp = cfg["experiments"]["agents_s6"]
+    exp["paper_size"] = {"source": "paper Table 1", "S": 6, "rounds": 300, "seeds": 1,
+                         "batch_size": 50, "K": [5], "alpha": 0.3}
+    assert size_differences(cfg, "agents_s6") == []
+    assert describe_size(cfg, ["agents_s6"]) == "at the paper's size (paper Table 1)"
+    del exp["paper_size"]
+    assert size_differences(cfg, "agents_s6") == []
+    assert describe_size(cfg, ["agents_s6"]) == "no paper size declared"
+
+
+def test_K_compares_the_sorted_set_of_every_methods_values_and_alpha_alpha0():
+    cfg = _config()
+    exp = cfg["experiments"]["agents_s6"]
+    exp["methods"] = [{"algorithm": "rfedags", "K": [10, 1]}, {"algorithm": "rfedavg", "K": [1, 4]}]
+    exp["step"] = {"rule": "decaying", "alpha0": 0.02, "beta": 0.1, "dec": 50}
+    exp["batch_size"] = 25
+    exp["paper_size"] = {"source": "s", "K": [1, 4, 8, 10], "alpha": 0.02, "batch_size": 500}
+    assert size_differences(cfg, "agents_s6") == [("batch_size", 25, 500), ("K", [1, 4, 10], [1, 4, 8, 10])]
+    assert describe_size(cfg, ["agents_s6"]) == "B = 25 of 500, K = [1, 4, 10] of [1, 4, 8, 10] (s)"
+    exp["paper_size"]["K"] = [10, 4, 1]                     # order does not matter
+    exp["paper_size"]["alpha"] = 0.04
+    assert size_differences(cfg, "agents_s6")[1:] == [("alpha", 0.02, 0.04)]
+
+
+def test_experiments_differing_the_same_way_are_merged_their_varying_values_listed():
+    cfg = _config()
+    three = ["agents_s6", "agents_s10", "agents_s20"]
+    assert describe_size(cfg, three) == \
+        f"S = 6, 10, 20 of 60, 80, 100, N = 100 of 1000, rounds 300 of 2500, seeds 1 of 4 ({SRC})"
+    cfg["experiments"]["agents_s20"]["seeds"] = [0, 1, 2, 3]     # differs in fewer keys
+    assert describe_size(cfg, three) == (
+        f"agents_s6, agents_s10: S = 6, 10 of 60, 80, N = 100 of 1000, rounds 300 of 2500, "
+        f"seeds 1 of 4 ({SRC}); agents_s20: S = 20 of 100, N = 100 of 1000, rounds 300 of 2500 ({SRC})")
+    cfg["experiments"]["agents_s10"]["paper_size"] = {"source": "x", "S": 10}
+    del cfg["experiments"]["agents_s20"]["paper_size"]
+    assert describe_size(cfg, three) == (
+        f"agents_s6: S = 6 of 60, N = 100 of 1000, rounds 300 of 2500, seeds 1 of 4 ({SRC}); "
+        f"agents_s10: at the paper's size (x); agents_s20: no paper size declared")
+
+
+@pytest.mark.parametrize("key", ["participation", "n_agents", "T"])
+def test_a_key_neither_a_size_nor_a_dataset_parameter_is_refused(key):
+    cfg = _config()
+    cfg["experiments"]["agents_s6"]["paper_size"][key] = 3
+    with pytest.raises(rflconfig.ConfigError) as ei:
+        rflconfig.validate(cfg)
+    msg = str(ei.value)
+    assert f"experiments.agents_s6.paper_size.{key}" in msg
+    assert "allowed: source, rounds, seeds, batch_size, K, alpha, d, r, S, N, block" in msg
