@@ -98,9 +98,12 @@ def describe_size(config: dict, experiments) -> str:
         diffs = size_differences(config, e) if declared is not None else []
         rows.append((e, source, tuple((k, _value(a), _value(p)) for k, a, p in diffs)))
     shapes: dict[tuple, list] = {}              # (source, keys that differ) -> its rows
-    for row in rows:
-        shapes.setdefault((row[1], tuple(k for k, _, _ in row[2])), []).append(row)
-    phrases = [([r[0] for r in group], _merged(source, keys, [r[2] for r in group]))
+    for row in rows:                            # (every experiment at the paper's size: one group)
+        key = (AT_PAPER_SIZE, ()) if row[1] is not None and not row[2] else (row[1], tuple(k for k, _, _ in row[2]))
+        shapes.setdefault(key, []).append(row)
+    phrases = [([r[0] for r in group],
+                f"{AT_PAPER_SIZE} ({'; '.join(dict.fromkeys(r[1] for r in group))})" if source == AT_PAPER_SIZE
+                else _merged(source, keys, [r[2] for r in group]))
                for (source, keys), group in shapes.items()]
     if len(phrases) == 1:
         return phrases[0][1]

@@ -92,3 +92,17 @@ def test_a_key_neither_a_size_nor_a_dataset_parameter_is_refused(key):
     msg = str(ei.value)
     assert f"experiments.agents_s6.paper_size.{key}" in msg
     assert "allowed: source, rounds, seeds, batch_size, K, alpha, d, r, S, N, block" in msg
+
+
+def test_experiments_all_at_the_papers_size_are_one_phrase_naming_each_source_once():
+    cfg = _config()
+    a = cfg["experiments"]["agents_s6"]
+    a["paper_size"] = {"source": "Figure 1(a)", "S": 6, "rounds": 300}
+    b = cfg["experiments"]["agents_s10"] = {**a, "dataset": "agents_s10",
+                                             "paper_size": {"source": "Figure 1(d)", "rounds": 300}}
+    assert describe_size(cfg, ["agents_s6", "agents_s10"]) == "at the paper's size (Figure 1(a); Figure 1(d))"
+    b["paper_size"] = {"source": "Figure 1(a)", "rounds": 300}
+    assert describe_size(cfg, ["agents_s6", "agents_s10"]) == "at the paper's size (Figure 1(a))"
+    b["paper_size"] = {"source": "Figure 1(d)", "rounds": 500}
+    assert describe_size(cfg, ["agents_s6", "agents_s10"]) == (
+        "agents_s6: at the paper's size (Figure 1(a)); agents_s10: rounds 300 of 500 (Figure 1(d))")
