@@ -404,3 +404,18 @@ def test_without_the_table_nothing_is_decided(tmp_path):
     for rule in ("table_rows", "closest_cells", "step_sensitivity"):
         res = judged(spec, rule)
         assert res["verdict"] is None and "absent" in res["notes"][0]
+
+
+def test_the_smoke_configs_school_claims_at_r_2(tmp_path):
+    """config/smoke.yaml runs r = 2 only: RFedAGS and RFedAvg are judged, the paper's numbers
+    (r = 3, 4, 5) stay undecided and say which runs would decide them."""
+    config = rflconfig.load("config/smoke.yaml")
+    config["claims"] = {c: x for c, x in config["claims"].items() if c.startswith("school_")}
+    t = pd.concat([table2(gap_cells(2, 0.01, avg=0.001), protocol=p) for p in ("heldout", "refit_on_test")],
+                  ignore_index=True)
+    spec = spec_for(tmp_path, t, config=config, sensitivity=_sensitivity())
+    spec["paper"] = {"table2": {"methods": [], "3": {}, "4": {}, "5": {}}}
+    v = {r["id"]: (r["verdict"], r["decide"]) for r in judge_all(spec)}
+    assert v["school_comparable_heldout"] == (REPRODUCED, None) == v["school_comparable_refit"]
+    assert v["school_avg_k1_heldout"] == (REPRODUCED, None)
+    assert v["school_numbers_heldout"] == (UNDECIDED, "runs at r = 3, 4, 5, where the paper reports values")
