@@ -269,6 +269,7 @@ class Plan:
                 "runs": {e: self.run_tables(e) for e in self.experiments},
                 "tables": {"table1": self.path("paper_tables/table1_parameters.csv"),
                            "table2": self.path("paper_tables/table2_school_nmse.csv"),
+                           "table2_sensitivity": self.path("paper_tables/table2_sensitivity.csv"),
                            "heterogeneity": self.path("paper_tables/heterogeneity.csv"),
                            "lsa": self.path("paper_tables/fedlsa_bias.csv")}}
 

@@ -2,7 +2,7 @@
 
 Every input here is made in the test with a known answer: excess risks that are exactly
 r^t (with or without a floor), decaying runs that end a known factor below or above the
-fixed ones, Table 2 and FedLSA tables with chosen differences. Each rule is checked on both
+fixed ones, FedLSA tables with chosen differences. Each rule is checked on both
 sides of each of its thresholds, and on the inputs that could crash it or pass silently:
 runs that diverged (after one round or later), runs of one round or none after round 0,
 rows without a value. The files have the runner's format (a table with its columns and
@@ -20,7 +20,6 @@ import pytest
 
 from rfl import cli, io
 from rfl.reporting import reproduction as R
-from rfl.reporting import school as SCH
 from rfl.reporting.reproduction import INSUFFICIENT, NOT, PARTLY, REPRODUCED, Report
 from rfl.runner import COLUMNS
 from rfl.testing.run_files import write_run as write_run_files
@@ -62,15 +61,11 @@ def write_run(root, experiment, values, *, name="rfedags", K=1, participation=No
 
 
 def spec_for(root, runs: dict, *, table1=(), figures=None, datasets=None, experiments=None,
-             table2=None, lsa=None, lsa_config=None):
+             lsa=None, lsa_config=None):
     """The spec ``rfl reproduction`` reads (the keys the Snakefile writes)."""
     config = {"tables": {"table1": {"rows": list(table1)}}, "figures": figures or {},
               "datasets": datasets or {}, "experiments": experiments or {}}
     tables = {"table2": str(root / "none.csv")}
-    if table2 is not None:
-        path = root / "table2.csv"
-        io.write_table(path, table2)
-        tables["table2"], config["tables"]["table2"] = str(path), {"experiments": {}}
     if lsa is not None:
         path = root / "fedlsa_bias.csv"
         io.write_table(path, lsa)
@@ -468,179 +463,6 @@ def test_figure2_a_diverged_K(tmp_path):
     assert "K = 5: not reproduced: the run diverged at round 2" in text
 
 
-# ---- School: Figure 3 and Table 2 -------------------------------------------------------------
-def school_table(cells: dict, paper: dict | None = None):
-    """{(r, method): nmse_mean} -> the Table 2 CSV rfl table2 writes (paper: {(r, method): nmse})."""
-    rows = []
-    for (r, method), m in cells.items():
-        p = (paper or {}).get((r, method), np.nan)
-        rows.append({"r": r, "method": method, "nmse_mean": m, "nmse_std": 0.01, "round_mean": 50.0,
-                     "round_std": 1.0, "n_splits": 2, "paper_nmse": p, "paper_round": 50.0,
-                     "difference": m - p})
-    return pd.DataFrame(rows)
-
-
-def school(tmp_path, cells, paper=None):
-    """Verdicts of a Table 2 CSV without protocol columns (read as held out, pooled), named
-    without the protocol tag."""
-    spec = spec_for(tmp_path, {}, table2=school_table(cells, paper))
-    rep = Report()
-    R.school_section(rep, spec)
-    return {k.replace(" [heldout]", ""): v for k, v in verdicts(rep).items()}, "\n".join(rep.lines)
-
-
-def _gap_cells(r, gap, avg=None):
-    """Best centralised 0.4 (RLBFGS; RSD, RCG worse), best RFedAGS 0.4 (1 + gap)."""
-    cells = {(r, "RSD"): 0.55, (r, "RCG"): 0.45, (r, "RLBFGS"): 0.4,
-             (r, "RFedAGS-K=1"): 0.4 * (1 + gap) + 0.1, (r, "RFedAGS-K=4"): 0.4 * (1 + gap)}
-    if avg is not None:
-        cells[(r, "RFedAvg")] = cells[(r, "RFedAGS-K=1")] + avg
-    return cells
-
-
-@pytest.mark.parametrize("gap, want", [(0.049, REPRODUCED), (0.051, NOT), (-0.3, REPRODUCED),
-                                       (0.2, NOT)])
-def test_school_gap_to_centralised(tmp_path, gap, want):
-    v, text = school(tmp_path, _gap_cells(3, gap))
-    assert v["RFedAGS comparable to centralised"] == want
-    assert f"| 3 | {0.4 * (1 + gap):.4g} | 0.4 | {gap:.4g} |" in text
-
-
-def test_school_gap_is_relative_to_the_best_of_each_side(tmp_path):
-    cells = _gap_cells(3, 0.2)
-    cells[(3, "RFedAvg")] = 0.4                 # RFedAvg is not RFedAGS: it does not count
-    v, _ = school(tmp_path, cells)
-    assert v["RFedAGS comparable to centralised"] == NOT
-    cells = _gap_cells(3, 0.04)
-    cells[(3, "RLBFGS")] = 0.3                  # a better centralised method: the gap grows
-    v, text = school(tmp_path, cells)
-    assert v["RFedAGS comparable to centralised"] == NOT
-
-
-def test_school_gap_boundary_counts(monkeypatch):
-    assert SCH.school_gap(1.25, 1.0) == 0.25 and SCH.school_gap(0.75, 1.0) == -0.25
-    assert np.isnan(SCH.school_gap(np.nan, 1.0)) and np.isnan(SCH.school_gap(1.0, 0.0))
-    assert np.isnan(SCH.school_gap(np.inf, 1.0)) and np.isnan(SCH.school_gap(1.0, np.nan))
-
-
-def test_school_gap_threshold_is_inclusive(tmp_path, monkeypatch):
-    monkeypatch.setattr(SCH, "SCHOOL_GAP", 0.25)
-    cells = {(3, "RSD"): 1.0, (3, "RFedAGS-K=1"): 1.25}     # exactly 25% worse
-    assert school(tmp_path, cells)[0]["RFedAGS comparable to centralised"] == REPRODUCED
-
-
-def test_school_per_r_partly_and_missing(tmp_path):
-    cells = {**_gap_cells(3, 0.01), **_gap_cells(4, 0.2)}
-    assert school(tmp_path, cells)[0]["RFedAGS comparable to centralised"] == PARTLY
-    cells = {**_gap_cells(3, 0.01), (4, "RFedAGS-K=1"): 0.4}       # no centralised run at r = 4
-    assert school(tmp_path / "b", cells)[0]["RFedAGS comparable to centralised"] == PARTLY
-    cells = {(4, "RFedAGS-K=1"): 0.4}
-    assert school(tmp_path / "c", cells)[0]["RFedAGS comparable to centralised"] == INSUFFICIENT
-
-
-@pytest.mark.parametrize("diff, want", [(0.004, REPRODUCED), (-0.004, REPRODUCED), (0.006, NOT),
-                                        (-0.006, NOT)])
-def test_school_rfedavg_close_to_rfedags_k1(tmp_path, diff, want):
-    v, _ = school(tmp_path, _gap_cells(3, 0.0, avg=diff))
-    assert v["RFedAvg ~ RFedAGS K=1"] == want
-
-
-def test_school_rfedavg_rule_is_inclusive(tmp_path, monkeypatch):
-    monkeypatch.setattr(SCH, "SCHOOL_AVG_TOL", 0.25)
-    cells = {(3, "RSD"): 1.0, (3, "RFedAGS-K=1"): 1.0, (3, "RFedAvg"): 1.25}
-    assert school(tmp_path, cells)[0]["RFedAvg ~ RFedAGS K=1"] == REPRODUCED
-
-
-PAPER_CELLS = {(3, "RSD"): 0.465, (3, "RFedAGS-K=1"): 0.509, (4, "RSD"): 0.432, (4, "RFedAGS-K=1"): 0.438}
-
-
-@pytest.mark.parametrize("diffs, want, largest", [
-    ((0.019, -0.018, 0.0, 0.01), REPRODUCED, "0.019 (RSD, r = 3)"),
-    ((0.01, -0.03, 0.0, 0.01), PARTLY, "0.030 (RFedAGS-K=1, r = 3)"),
-    ((0.03, -0.029, 0.025, -0.021), NOT, "0.030 (RSD, r = 3)"),
-    ((0.001, 0.002, 0.003, -0.0226), PARTLY, "0.023 (RFedAGS-K=1, r = 4)")])
-def test_table2_cells_against_the_paper(tmp_path, diffs, want, largest):
-    """Our NMSE = paper + a chosen difference per cell; the sign must not matter."""
-    cells = {k: p + d for (k, p), d in zip(PAPER_CELLS.items(), diffs)}
-    v, text = school(tmp_path, cells, PAPER_CELLS)
-    assert v["published NMSE values"] == want
-    n_within = sum(abs(d) <= 0.02 for d in diffs)
-    assert f"{n_within} of 4 cells are within 0.02 of the paper's value; the largest difference is {largest}" in text
-
-
-def test_table2_without_paper_values_or_measurements(tmp_path):
-    v, text = school(tmp_path, {(2, "RSD"): 0.9, (2, "RFedAGS-K=1"): 0.95})
-    assert "published NMSE values" not in v and "reports no value" in text
-    cells = {(3, "RSD"): np.nan, (3, "RFedAGS-K=1"): np.nan}
-    v, text = school(tmp_path / "b", cells, {(3, "RSD"): 0.465, (3, "RFedAGS-K=1"): 0.509})
-    assert v["published NMSE values"] == INSUFFICIENT
-    assert v["RFedAGS comparable to centralised"] == INSUFFICIENT
-
-
-def test_school_verdicts_per_protocol_and_normalisation(tmp_path):
-    """Held out: every cell 0.2 above the paper and the order over r reversed (r = 4 best);
-    refit on the test rows (pooled): within 0.01 and in the paper's order; its task mean 0.03
-    below the paper. Each protocol gets its own verdicts; the pooled NMSE is the paper's."""
-    paper = {(3, "RSD"): 0.465, (4, "RSD"): 0.432, (5, "RSD"): 0.403,
-             (3, "RFedAGS-K=1"): 0.509, (4, "RFedAGS-K=1"): 0.438, (5, "RFedAGS-K=1"): 0.407}
-    held = {(3, m): 0.63 for m in ("RSD", "RFedAGS-K=1")}
-    held.update({(4, "RSD"): 0.62, (4, "RFedAGS-K=1"): 0.625, (5, "RSD"): 0.64, (5, "RFedAGS-K=1"): 0.645})
-    parts = []
-    for protocol, norm, cells in (("heldout", "pooled", held),
-                                  ("refit_on_test", "pooled", {k: v + 0.01 for k, v in paper.items()}),
-                                  ("refit_on_test", "task_mean", {k: v - 0.03 for k, v in paper.items()})):
-        t = school_table(cells, paper)
-        t["protocol"], t["normalisation"] = protocol, norm
-        parts.append(t)
-    spec = spec_for(tmp_path, {}, table2=pd.concat(parts, ignore_index=True))
-    rep = Report()
-    R.school_section(rep, spec)
-    v = verdicts(rep)
-    assert v["published NMSE values [heldout]"] == NOT
-    assert v["published NMSE values [refit_on_test]"] == REPRODUCED
-    assert v["published NMSE values [refit_on_test, task_mean]"] == NOT
-    assert v["ordering over r [heldout]"] == NOT            # r = 3 -> 4 down, 4 -> 5 up
-    assert v["ordering over r [refit_on_test]"] == REPRODUCED
-    # r = 3: RFedAGS 0.519 against RSD 0.475 is 9% worse; r = 4, 5: within 5%
-    assert v["RFedAGS comparable to centralised [refit_on_test]"] == PARTLY
-    assert v["RFedAGS comparable to centralised [heldout]"] == REPRODUCED
-    text = "\n".join(rep.lines)
-    assert "6 of 6 cells are within 0.02 of the paper's value" in text
-    assert "mean signed difference (ours - paper) +0.010" in text
-    assert "ConstructRFLLRMCProb_Grass_.m" in text and "demo_sl_school.m" in text
-
-
-def test_school_sensitivity_and_closest_protocol_lines(tmp_path):
-    """The step-size study is reported from table2_sensitivity.csv beside Table 2 (no verdict);
-    the protocols are ranked by their mean difference to the paper."""
-    cells = {(4, "RSD"): 0.5, (4, "RFedAGS-K=1"): 0.52}
-    paper = {(4, "RSD"): 0.43, (4, "RFedAGS-K=1"): 0.44}
-    parts = []
-    for protocol, shift in (("heldout", 0.2), ("refit_on_test", 0.0)):
-        t = school_table({k: v + shift for k, v in cells.items()}, paper)
-        t["protocol"], t["normalisation"] = protocol, "pooled"
-        parts.append(t)
-    spec = spec_for(tmp_path, {}, table2=pd.concat(parts, ignore_index=True))
-    spec["config"]["tables"]["table2"]["sensitivity"] = ["x"]
-    rows = []
-    for alpha, k1, k10 in ((1e-6, 0.70, 0.64), (1.8e-5, 0.63, 0.628)):
-        for method, v, rnd in (("RFedAGS-K=1", k1, 100.0), ("RFedAGS-K=10", k10, 60.0)):
-            rows.append({"r": 4, "alpha": alpha, "method": method, "protocol": "heldout", "nmse_mean": v,
-                         "nmse_std": 0.01, "round_mean": rnd, "round_std": 0.0, "n_splits": 3,
-                         "paper_nmse": 0.438 if method.endswith("=1") else 0.437,
-                         "K1_minus_K10": k1 - k10, "paper_K1_minus_K10": 0.001})
-    io.write_table(tmp_path / "table2_sensitivity.csv", pd.DataFrame(rows))
-    rep = Report()
-    R.school_section(rep, spec)
-    text = "\n".join(rep.lines)
-    assert "- r = 4, heldout: K = 1 is +0.060 from K = 10 at alpha = 1e-06, +0.002 at alpha = 1.8e-05 (paper: +0.001)." in text
-    assert "best test NMSE comes on average at round 100 (r = 4, heldout)" in text
-    closest = text.split("### Which protocol is closest to the paper's numbers")[1]
-    assert closest.index("- refit_on_test, pooled: 0 of 2 cells within 0.02, mean difference (ours - paper) +0.075") \
-        < closest.index("- heldout, pooled: 0 of 2 cells within 0.02, mean difference (ours - paper) +0.275")
-    assert not any("sensitivity" in c or "step" in c for _, c, _ in rep.summary)
-
-
 # ---- FedLSA / SCAFFLSA ------------------------------------------------------------------------
 def lsa_table(cells):
     """cells: (setting, N, H, rel_error, window_ratio, scafflsa_factor[, scafflsa_last])."""
@@ -727,7 +549,7 @@ def test_heterogeneity_section_reports_without_a_verdict(tmp_path):
 
 # ---- the report through the command line ------------------------------------------------------
 def test_rfl_reproduction_end_to_end(tmp_path):
-    """Figure 1 with a fixed run that diverges after one round, Figure 2, School and FedLSA,
+    """Figure 1 with a fixed run that diverges after one round, Figure 2 and FedLSA,
     written by ``rfl reproduction``: the summary carries every verdict and the report names
     the diverged run."""
     T = 40
@@ -743,8 +565,6 @@ def test_rfl_reproduction_end_to_end(tmp_path):
     spec = spec_for(tmp_path, runs, table1=[ROW],
                     figures={"f2": {"experiment": "mt", "metrics": ["subspace_dist"], "title": "x"}},
                     datasets={"mt": {"problem": "multitask"}}, experiments={"mt": {"dataset": "mt"}},
-                    table2=school_table({**{k: p + 0.01 for k, p in PAPER_CELLS.items()},
-                                         (3, "RFedAvg"): 0.519}, PAPER_CELLS),
                     lsa=lsa_table([("heterogeneous", 10, 4, 0.001, 1.0, 1e3)]))
     path = tmp_path / "reproduction.json"
     path.write_text(json.dumps(spec))
@@ -756,12 +576,8 @@ def test_rfl_reproduction_end_to_end(tmp_path):
         ("Fig. 1 P", "decaying step more accurate"): PARTLY,
         ("Fig. 1 P", "larger K faster"): NOT,
         ("Fig. 1 P", "RFedAGS ~ RFedAvg"): REPRODUCED,
-        ("Fig. 3 / Table 2", "RFedAvg ~ RFedAGS K=1 [heldout]"): REPRODUCED,
         ("Fig. 2", "linear convergence"): REPRODUCED,
         ("Fig. 2", "larger K faster"): REPRODUCED,
-        ("Fig. 3 / Table 2", "RFedAGS comparable to centralised [heldout]"): PARTLY,   # r = 3: 9%, r = 4: 1.4%
-        ("Table 2", "ordering over r [heldout]"): REPRODUCED,
-        ("Table 2", "published NMSE values [heldout]"): REPRODUCED,
         ("FedLSA / TD(0)", "FedLSA plateau = predicted bias"): REPRODUCED,
         ("SCAFFLSA / TD(0)", "SCAFFLSA removes the heterogeneity bias"): REPRODUCED,
     }
@@ -891,39 +707,6 @@ def test_figure2_counts_and_columns(tmp_path):
     assert "K = 1: insufficient data" in text
     v, _ = _figure2(tmp_path / "d", {1: geometric(0.5, 1), 3: geometric(0.5, 0)})
     assert v == {("Fig. 2", "linear convergence"): INSUFFICIENT, ("Fig. 2", "larger K faster"): INSUFFICIENT}
-
-
-def test_school_rfedavg_per_r(tmp_path):
-    cells = {**_gap_cells(3, 0.0, avg=0.001), **_gap_cells(4, 0.0, avg=0.1)}
-    v, text = school(tmp_path, cells)
-    assert v["RFedAvg ~ RFedAGS K=1"] == PARTLY
-    assert "| 3 | 0.501 | 0.5 | 0.001 |" in text
-    cells = {**_gap_cells(3, 0.0, avg=0.1), **_gap_cells(4, 0.0, avg=0.001)}
-    assert school(tmp_path / "b", cells)[0]["RFedAvg ~ RFedAGS K=1"] == PARTLY
-    cells = {**_gap_cells(3, 0.0, avg=np.nan), **_gap_cells(4, 0.0, avg=0.001)}
-    assert school(tmp_path / "c", cells)[0]["RFedAvg ~ RFedAGS K=1"] == PARTLY
-    cells = {**_gap_cells(3, 0.0, avg=np.nan), **_gap_cells(4, 0.0, avg=np.nan)}
-    assert school(tmp_path / "d", cells)[0]["RFedAvg ~ RFedAGS K=1"] == INSUFFICIENT
-
-
-def test_school_gap_without_centralised_runs_at_every_r(tmp_path):
-    cells = {(3, "RFedAGS-K=1"): 0.4, (4, "RFedAGS-K=1"): 0.4}
-    assert school(tmp_path, cells)[0]["RFedAGS comparable to centralised"] == INSUFFICIENT
-
-
-def test_table2_threshold_is_inclusive(tmp_path, monkeypatch):
-    monkeypatch.setattr(SCH, "TABLE2_TOL", 0.25)
-    v, _ = school(tmp_path, {(3, "RSD"): 0.75, (3, "RFedAGS-K=1"): 0.25},
-                  {(3, "RSD"): 0.5, (3, "RFedAGS-K=1"): 0.5})       # differences +0.25, -0.25
-    assert v["published NMSE values"] == REPRODUCED
-
-
-def test_school_section_needs_the_table2_config(tmp_path):
-    spec = spec_for(tmp_path, {}, table2=school_table({(3, "RSD"): 0.5}))
-    del spec["config"]["tables"]["table2"]
-    rep = Report()
-    R.school_section(rep, spec)
-    assert rep.lines == []
 
 
 def test_lsa_thresholds_are_inclusive(tmp_path, monkeypatch):

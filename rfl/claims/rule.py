@@ -84,6 +84,11 @@ class Evidence:
     def problem(self, experiment: str) -> str:
         return self.dataset(experiment)["problem"]
 
+    @cached_property
+    def paper(self) -> dict:
+        """The paper's published values (``config/paper_values.yaml``; empty if not given)."""
+        return self.spec.get("paper") or {}
+
     def table(self, name: str) -> pd.DataFrame | None:
         """A table the workflow wrote (``spec['tables'][name]``), None if absent."""
         from rfl import io

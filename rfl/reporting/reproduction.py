@@ -99,13 +99,6 @@ def _notes(rep: Report, notes: list[str]) -> None:
         rep.add(*notes, "")
 
 
-def school_section(rep: Report, spec: dict) -> None:
-    """Figure 3 / Table 2, per evaluation protocol (``rfl.reporting.school``)."""
-    from . import school
-
-    school.school_section(rep, spec)
-
-
 def kpca_section(rep: Report, spec: dict) -> None:
     """Federated kPCA on digits: final excess risk and communication per method, per split."""
     exps = [(f, fig) for f, fig in spec["config"].get("figures", {}).items()
@@ -290,7 +283,6 @@ def write_report(spec: dict, out_md) -> None:
     io.check_sampler_versions([p for paths in spec["runs"].values() for p in paths])
     results = judge_all(spec)
     rep = Report()
-    school_section(rep, spec)
     kpca_section(rep, spec)
     heterogeneity_section(rep, spec)
     lsa_section(rep, spec)
