@@ -342,9 +342,12 @@ def _print_cpu_record(wall0: float) -> None:
 
 
 def _input_errors() -> tuple:
+    """The errors of bad input: exit 2 with one line (a registry's: an unknown name, or an
+    installed plug-in that fails to load)."""
     from rfl.config import ConfigError
     from rfl.io import RunTableError, YAMLError
-    return ConfigError, RunTableError, YAMLError
+    from rfl.registry import RegistryError
+    return ConfigError, RunTableError, YAMLError, RegistryError
 
 
 def _data_errors() -> tuple:

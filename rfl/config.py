@@ -478,6 +478,16 @@ SYSTEM_DIRS = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/pr
 SYSTEM_ROOTS = ("/", "/home", "/media", "/mnt", "/opt", "/run", "/srv", "/var")
 
 
+def _experiments_allowed(schema: dict) -> str:
+    """What a claim rule's ``experiments_schema`` accepts, in words."""
+    if schema.get("type") == "object":
+        roles = list(schema.get("properties", {}))
+        return f"a mapping of the roles {', '.join(roles)} to experiment names"
+    if schema.get("type") == "array":
+        return "a non-empty list of experiment names"
+    return f"what the rule's experiments_schema accepts ({schema})"
+
+
 def _claim_errors(config: dict) -> list[str]:
     """Each claim: a registered rule, its params against the rule's ``params_schema``, its
     experiments against the rule's ``experiments_schema`` and the config's experiments, its
@@ -493,10 +503,17 @@ def _claim_errors(config: dict) -> list[str]:
                         f"rule; allowed: {', '.join(RULES.names())}")
             continue
         rule = RULES[claim["rule"]]
+        params = sorted(rule.params_schema.get("properties", {}))
         for err in _Validator(rule.params_schema).iter_errors(claim.get("params", {})):
-            msgs.append(_describe(err, where + ["params"]))
+            if err.validator == "additionalProperties" and isinstance(err.instance, dict):
+                msgs += [f"config key {_key(where + ['params', k])}: not a parameter of claim rule "
+                         f"{claim['rule']!r}; allowed: {', '.join(params) or 'none'}"
+                         for k in err.instance if k not in params]
+            else:
+                msgs.append(_describe(err, where + ["params"]))
         for err in _Validator(rule.experiments_schema).iter_errors(claim["experiments"]):
-            msgs.append(_describe(err, where + ["experiments"]))
+            msgs.append(f"{_describe(err, where + ['experiments'])}; allowed: "
+                        f"{_experiments_allowed(rule.experiments_schema)}")
         e = claim["experiments"]
         names = [(k, x) for k, v in e.items() for x in ([v] if isinstance(v, str) else v)] \
             if isinstance(e, dict) else list(enumerate(e))

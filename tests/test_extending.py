@@ -275,11 +275,11 @@ def test_guide_python_blocks_are_excerpts_or_run(tmp_path):
     assert ran >= 1
 
 
-def test_guide_entry_points_name_the_three_groups():
+def test_guide_entry_points_name_the_four_groups():
     """The guide's pyproject excerpt declares one entry point per group, each a module path."""
     (block,) = [b for b in _blocks("toml") if "entry-points" in b]
     eps = tomllib.loads(block)["project"]["entry-points"]
-    assert set(eps) == {"rfl.algorithms", "rfl.manifolds", "rfl.problems"}
+    assert set(eps) == {"rfl.algorithms", "rfl.manifolds", "rfl.problems", "rfl.rules"}
     assert all(re.fullmatch(r"[a-z_]+(\.[a-z_]+)+", v) for group in eps.values() for v in group.values())
 
 
@@ -389,3 +389,27 @@ def test_library_example_converges_linearly_within_its_bound():
     bound = norm_m * (1 - np.cos((1 - a / 2) ** T * theta0))
     assert -1e-12 <= final <= bound
     assert bound < 1e-3 * norm_m * (1 - np.cos(theta0))      # the bound itself says: converged
+
+
+# ---- e. a claim rule ------------------------------------------------------------------------
+def test_guide_claim_block_validates_with_the_rule_declared():
+    """The guide's ``claims:`` block, added to the smoke config, passes ``rfl validate``'s checks
+    with the example rule registered; its misspelt parameter is refused naming the rule's."""
+    from rfl.registry import RULES
+
+    found = [yaml.safe_load(b) for b in _blocks("yaml") if b.startswith("claims:")]
+    assert len(found) == 1, "the guide has one config block starting with 'claims:'"
+    module = _import("ends_below")
+    RULES.remove(module.EndsBelow.name)
+    config = yaml.safe_load((REPO / "config" / "smoke.yaml").read_text())
+    config["claims"] = found[0]["claims"]
+    RULES.add(module.EndsBelow)
+    try:
+        assert rflconfig.validate(yaml.safe_load(yaml.safe_dump(config)))["claims"] == found[0]["claims"]
+        (claim,) = config["claims"].values()
+        claim["params"] = {"levle": 1e-6}
+        with pytest.raises(rflconfig.ConfigError, match=r"params\.levle: not a parameter of claim rule "
+                                                        r"'ends_below'; allowed: algorithm, level"):
+            rflconfig.validate(config)
+    finally:
+        RULES.remove(module.EndsBelow.name)

@@ -6,16 +6,46 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..curves import MIN_FIT_ROUNDS, levelled, linear_phase, median_curve, seed_note
+from ..curves import MIN_FIT_ROUNDS, linear_phase, median_curve, seed_note
 from ..rule import Evidence, Judgement, Rule
 from ..verdicts import FAIL, OK, OPEN, PARTLY, UNDECIDED, combine
+
+#: still decreasing: the curve's log-decrease per round over its last rounds is at least this
+#: fraction of the fitted one, -log(contraction)
+STILL = 0.5
+#: the fraction of the total log-decrease the fit covers (``curves.linear_phase``)
+FIT_SHARE = 0.9
+
+
+def still_decreasing(curve, rate: float) -> bool:
+    """Whether ``curve`` still falls at its last rounds at the fitted contraction ``rate``: the
+    log of the median of the 10% of rounds (at least 3) before its last 10% over the median of
+    the last 10%, per round, is at least ``STILL`` x (-log rate). A geometric curve r^t falls by
+    exactly -log r per round at every round; one that has levelled off at a floor falls by
+    about 0. With fewer than two windows of values nothing says it stopped: True."""
+    c = curve.dropna().clip(lower=1e-300)
+    n = max(3, len(c) // 10)
+    if len(c) < 2 * n:
+        return True
+    drop = np.log(float(c.iloc[-2 * n:-n].median()) / float(c.iloc[-n:].median())) / n
+    return bool(drop >= STILL * -np.log(rate))
+
+
+def rounds_to_decide(rate: float, min_decrease: float) -> tuple[int, int]:
+    """(rounds for a ``min_decrease``-fold decrease at contraction ``rate``: ceil(log(d) /
+    -log(rate)); the rounds T a curve contracting at ``rate`` needs for the rule to see that
+    decrease: its fit covers the rounds to ``FIT_SHARE`` of the total log-decrease, ceil(0.9 T),
+    so the smallest T with ceil(0.9 T) >= the first number)."""
+    need = int(np.ceil(np.log(min_decrease) / -np.log(rate)))
+    return need, (10 * (need - 1)) // 9 + 1
 
 
 def case(fit: dict, curve, r2: float, min_decrease: float) -> tuple[str, str | None]:
     """(outcome, why) of one fitted curve: it holds with contraction < 1, R^2 >= ``r2`` and a
     decrease >= ``min_decrease`` over the fitted rounds; a diverged curve fails; fewer than
     three recorded rounds, or a curve that contracts well but has not yet decreased enough and
-    is still going down at its last round, cannot be decided (more rounds would)."""
+    is still going down at its last round (``still_decreasing``), cannot be decided: ``why``
+    then says how many rounds would decide it."""
     if fit["status"] == "diverged":
         return FAIL, f"the run diverged at round {fit['diverged_at']} (median over seeds)"
     if fit["status"] == "insufficient":
@@ -23,10 +53,12 @@ def case(fit: dict, curve, r2: float, min_decrease: float) -> tuple[str, str | N
     contracting = fit["rate"] < 1 and fit["r2"] >= r2
     if contracting and fit["decrease"] >= min_decrease:
         return OK, None
-    if contracting and not levelled(curve):
-        need = int(np.ceil(np.log(min_decrease) / -np.log(fit["rate"])))
-        return OPEN, (f"still decreasing at its last round, by {fit['decrease']:.3g}x so far; at the "
-                      f"fitted contraction about {need} rounds would make a {min_decrease:g}x decrease")
+    if contracting and still_decreasing(curve, fit["rate"]):
+        need, rounds = rounds_to_decide(fit["rate"], min_decrease)
+        return OPEN, (f"still decreasing at its last round, by {fit['decrease']:.3g}x so far; about "
+                      f"{rounds} rounds would decide it (at the fitted contraction {fit['rate']:.4g}, "
+                      f"{need} rounds make a {min_decrease:g}x decrease, and the fit covers the rounds "
+                      f"to 90% of the log-decrease)")
     return FAIL, None
 
 

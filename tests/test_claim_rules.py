@@ -1,0 +1,429 @@
+"""The rules that judge the claims of Figures 1 and 2 (``rfl.claims.rules``) and the curve
+statistics they share (``rfl.claims.curves``).
+
+Every input is made here with a known answer: excess risks that are exactly r^t (with or
+without a floor), decaying runs a known factor below or above the fixed ones, RFedAvg a known
+factor from RFedAGS. Each rule is checked on both sides of each of its thresholds, on runs
+that diverged or are too short, and on its undecided side (a curve still going down at its
+last round), where the rounds that would decide it are checked against their closed form.
+The rules read run files in the runner's format (``rfl.testing.run_files``) through
+``Evidence``, as ``rfl reproduction`` does.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from rfl.claims import curves as C
+from rfl.claims.rule import Evidence
+from rfl.claims.rules.contraction_in_k import order
+from rfl.claims.rules.decaying_more_accurate import compare
+from rfl.claims.rules.larger_k_faster import judge_times, possible_verdicts
+from rfl.claims.rules.linear_rate import case, rounds_to_decide, still_decreasing
+from rfl.claims.verdicts import FAIL, NOT, OK, OPEN, PARTLY, REPRODUCED, UNDECIDED
+from rfl.registry import RULES
+from rfl.testing.run_files import write_run
+
+
+def geometric(r, T, floor=0.0, start=1.0):
+    return start * r ** np.arange(T + 1.0) + floor
+
+
+def write_curve(root, exp, values, *, name="rfedags", K=1, seed=0, diverge_at=None, participation=None):
+    """A run table of excess risk ``values`` (rounds 0..len-1); with ``diverge_at`` it stops
+    there as the runner stops a run: a last row of status "diverged" without a value."""
+    values = np.asarray(values, float)
+    status = np.array(["ok"] * len(values), dtype=object)
+    if diverge_at is not None:
+        values, status = values[:diverge_at + 1].copy(), status[:diverge_at + 1]
+        values[diverge_at], status[diverge_at] = np.nan, "diverged"
+    part = "" if participation is None else f"_s{participation}"
+    path = root / "runs" / exp / f"{name}_K{K}{part}_seed{seed}.csv"
+    write_run(path, {"round": np.arange(len(values)), "excess_risk": values, "status": status},
+              {"experiment": exp, "run_id": path.stem, "seed": seed,
+               "algorithm": {"name": name, "K": K, "batch_size": 1, "participation": participation}})
+    return str(path)
+
+
+def runs_of(root, exp, by_k: dict, name="rfedags", **kw) -> list[str]:
+    """{K: [curve per seed, or (curve, diverge_at)]} written as run files."""
+    out = []
+    for K, seeds in by_k.items():
+        for seed, item in enumerate(seeds):
+            curve, div = item if isinstance(item, tuple) else (item, None)
+            out.append(write_curve(root, exp, curve, name=name, K=K, seed=seed, diverge_at=div, **kw))
+    return out
+
+
+def judge(rule: str, runs: dict, experiments, **params):
+    """The rule's judgement of ``runs`` ({experiment: paths}) with its defaults and ``params``."""
+    spec = {"config": {"experiments": {e: {} for e in runs}}, "runs": runs, "tables": {}}
+    r = RULES[rule]()
+    return r.judge(Evidence(spec, experiments), {**r.defaults(), **params})
+
+
+# ---- curve statistics -------------------------------------------------------------------------
+def test_linear_phase_of_an_exact_geometric_curve():
+    r, T = 0.5, 30
+    fit = C.linear_phase(pd.Series(geometric(r, T)))
+    assert fit["status"] == "ok"
+    assert fit["rate"] == pytest.approx(r, rel=1e-12) and fit["r2"] == pytest.approx(1.0, abs=1e-12)
+    # 90% of the total log-decrease (30 log 2) is first made at t = 27
+    assert fit["rounds"] == 27 and fit["decrease"] == pytest.approx(2.0 ** 27, rel=1e-9)
+    assert fit["start"] == 1.0
+
+
+def test_linear_phase_stops_where_the_curve_levels_off():
+    """max(r^t, r^20): linear until 20, then flat; 90% of the decrease is made at t = 18."""
+    r = 0.7
+    fit = C.linear_phase(pd.Series(np.maximum(geometric(r, 60), r ** 20)))
+    assert fit["rounds"] == 18
+    assert fit["rate"] == pytest.approx(r, rel=1e-10) and fit["r2"] == pytest.approx(1.0, abs=1e-10)
+    assert fit["decrease"] == pytest.approx(r ** -18, rel=1e-10)
+    assert fit["plateau"] == pytest.approx(r ** 20, rel=1e-12)
+
+
+def test_plateau_is_the_median_of_the_last_tenth():
+    assert C.plateau(pd.Series(np.r_[np.full(90, 5.0), np.arange(10.0)])) == 4.5
+    assert C.plateau(pd.Series([9.0, 1.0, 2.0, 3.0])) == 2.0         # at least three rounds
+    assert C.plateau(pd.Series(np.r_[np.full(28, 7.0), [1.0, 2.0]])) == 2.0
+
+
+@pytest.mark.parametrize("L", [0.5, 5.0])
+def test_linear_phase_of_a_step(L):
+    """log c = 0, 0, 0, -L, ...: the fit covers t = 0..3 and R^2 is the squared correlation of
+    (0, 1, 2, 3) with (0, 0, 0, -1) = 0.6."""
+    fit = C.linear_phase(pd.Series(np.exp(np.r_[0.0, 0.0, 0.0, np.full(20, -L)])))
+    assert fit["rounds"] == 3 and fit["decrease"] == pytest.approx(np.exp(L))
+    assert fit["r2"] == pytest.approx(np.corrcoef([0, 1, 2, 3], [0, 0, 0, -1])[0, 1] ** 2)
+
+
+def test_linear_phase_window_where_90_percent_is_not_a_whole_round():
+    fit = C.linear_phase(pd.Series(geometric(0.5, 25)))       # 22.5 halvings: first at t = 23
+    assert fit["rounds"] == 23 and fit["decrease"] == pytest.approx(2.0 ** 23)
+
+
+def test_linear_phase_of_a_curve_that_reaches_zero():
+    fit = C.linear_phase(pd.Series([1.0, 0.1, 0.01, 0.0, 0.0, 0.0]))
+    assert fit["status"] == "ok" and np.isfinite(fit["rate"]) and np.isfinite(fit["r2"])
+    assert fit["rounds"] == 3 and fit["decrease"] == pytest.approx(1e300)
+
+
+@pytest.mark.parametrize("curve", [np.ones(20), 1.0 + 0.01 * np.arange(20.0)])
+def test_linear_phase_of_a_flat_or_rising_curve(curve):
+    fit = C.linear_phase(pd.Series(curve))
+    assert fit["status"] == "ok" and fit["rate"] >= 1 and fit["rounds"] == 19
+
+
+def test_linear_phase_skips_rounds_without_a_value():
+    values = geometric(0.5, 20)
+    values[5] = np.nan
+    fit = C.linear_phase(pd.Series(values))
+    assert fit["rate"] == pytest.approx(0.5, rel=1e-12) and fit["r2"] == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("values, status", [
+    ([1.0], "insufficient"), ([1.0, 0.5], "insufficient"), ([np.nan] * 3, "insufficient"),
+    ([1.0, np.inf], "diverged"), ([1.0, 0.5, 0.25, np.inf], "diverged")])
+def test_linear_phase_without_enough_rounds_or_after_divergence(values, status):
+    fit = C.linear_phase(pd.Series(values))
+    assert fit["status"] == status and np.isnan(fit["rate"])
+    if status == "diverged":
+        assert fit["diverged_at"] == len(values) - 1
+
+
+def _table(values, diverge_at=None):
+    return pd.DataFrame([{"round": t, "excess_risk": v if diverge_at is None or t < diverge_at else np.nan,
+                          "status": "ok" if diverge_at is None or t < diverge_at else "diverged"}
+                         for t, v in enumerate(values) if diverge_at is None or t <= diverge_at])
+
+
+def test_a_diverged_seed_counts_as_infinite_in_the_median():
+    a, b, c = geometric(0.3, 10), geometric(0.5, 10), geometric(0.9, 10)
+    one = C.median_curve([_table(a, diverge_at=4), _table(b), _table(c)])
+    assert np.allclose(one.values[:4], b[:4]) and np.allclose(one.values[4:], c[4:])
+    assert C.diverged_at(one) is None
+    two = C.median_curve([_table(a, diverge_at=4), _table(b, diverge_at=6), _table(c)])
+    assert C.diverged_at(two) == 6 and np.isfinite(two.values[:6]).all()
+    assert np.allclose(C.median_curve([_table(a), _table(b), _table(c)]).values, b)
+
+
+def test_rounds_to_and_max_log_ratio():
+    c = pd.Series([1.0, 0.5, 0.25, 0.125])
+    assert C.rounds_to(c, 0.25) == 2 and C.rounds_to(c, 0.3) == 2 and np.isnan(C.rounds_to(c, 0.1))
+    a = pd.Series([1.0, 2.0, 4.0])
+    assert C.max_log_ratio(a, a * 2) == pytest.approx(np.log(2))
+    assert C.max_log_ratio(a, pd.Series([1.0, 2.0, 12.0])) == pytest.approx(np.log(3))
+    assert C.max_log_ratio(a, pd.Series([1.0, np.inf, np.inf])) == np.inf      # one diverged
+    assert C.max_log_ratio(pd.Series([1.0, np.inf]), pd.Series([1.5, np.inf])) == pytest.approx(np.log(1.5))
+    assert np.isnan(C.max_log_ratio(pd.Series([np.nan]), pd.Series([1.0])))
+
+
+# ---- linear_rate (Theorem 4.3) ----------------------------------------------------------------
+FIT = {"status": "ok", "rate": 0.5, "r2": 0.99, "decrease": 10.0}
+FLAT = pd.Series(np.ones(40))                     # levelled: a failing threshold is a failure
+
+
+@pytest.mark.parametrize("field, passing, failing", [
+    ("rate", 1 - 1e-9, 1.0), ("r2", 0.9, 0.9 - 1e-9), ("decrease", 2.0, 2 - 1e-9)])
+def test_linear_rate_thresholds(field, passing, failing):
+    assert case({**FIT, field: passing}, FLAT, 0.9, 2.0) == (OK, None)
+    assert case({**FIT, field: failing}, FLAT, 0.9, 2.0) == (FAIL, None)
+
+
+def test_linear_rate_reproduced_partly_and_not(tmp_path):
+    """0.8^t and 0.5^t with floors: both K hold; a K whose runs diverge at round 1 fails (named);
+    every K diverged: not reproduced."""
+    f1, f2 = geometric(0.8, 60, floor=1e-4), geometric(0.5, 60, floor=1e-6)
+    j = judge("linear_rate", {"p": runs_of(tmp_path, "p", {1: [f1, f1], 2: [f2]})}, ["p"])
+    assert j.verdict == REPRODUCED and j.decide is None and j.notes == []
+    row = j.rows[1]
+    fit = C.linear_phase(pd.Series(f2))
+    assert row["K"] == "2" and row["contraction/round"] == pytest.approx(fit["rate"])
+    assert row["rounds fitted"] == str(fit["rounds"]) and row["F(x_1)-F*"] == pytest.approx(1 + 1e-6)
+    j = judge("linear_rate", {"q": runs_of(tmp_path, "q", {1: [f1], 2: [(f2, 1)]})}, ["q"])
+    assert j.verdict == PARTLY
+    assert "- K = 2: fails: the run diverged at round 1 (median over seeds)." in j.notes
+    j = judge("linear_rate", {"d": runs_of(tmp_path, "d", {1: [(f1, 1)], 2: [(f2, 3)]})}, ["d"])
+    assert j.verdict == NOT
+
+
+def test_linear_rate_one_diverged_seed_of_three_is_a_note(tmp_path):
+    f = geometric(0.5, 40, floor=1e-6)
+    j = judge("linear_rate", {"p": runs_of(tmp_path, "p", {1: [f, f, (f, 30)]})}, ["p"])
+    assert j.verdict == REPRODUCED
+    assert j.notes[0].startswith("- K = 1: 1 of 3 seeds diverged (first at round 30)")
+    j = judge("linear_rate", {"q": runs_of(tmp_path, "q", {1: [f, (f, 20), (f, 30)]})}, ["q"])
+    assert j.verdict == NOT                                   # two of three: the median diverges
+
+
+@pytest.mark.parametrize("curve, want", [
+    (np.exp(np.r_[0.0, 0.0, 0.0, np.full(20, -5.0)]), NOT),           # a step: R^2 = 0.6
+    (np.maximum(geometric(0.99, 80), 0.99 ** 40), NOT),               # levelled after 1.4x
+    (np.ones(30), NOT)])
+def test_linear_rate_fails_a_curve_that_is_not_linear_or_levelled_too_early(tmp_path, curve, want):
+    j = judge("linear_rate", {"p": runs_of(tmp_path, "p", {1: [curve]})}, ["p"])
+    assert j.verdict == want and j.decide is None
+
+
+@pytest.mark.parametrize("T", [0, 1])
+def test_linear_rate_too_few_rounds_is_undecided(tmp_path, T):
+    j = judge("linear_rate", {"p": runs_of(tmp_path, "p", {1: [geometric(0.5, T)]})}, ["p"])
+    assert j.verdict == UNDECIDED
+    assert "- K = 1: undecided: fewer than 3 recorded rounds." in j.notes
+    assert j.decide == "K = 1: fewer than 3 recorded rounds"
+
+
+@pytest.mark.parametrize("r", [0.99, 0.97, 0.95, 0.9])
+def test_linear_rate_a_curve_still_decreasing_is_undecided_with_the_rounds_that_decide_it(tmp_path, r):
+    """Excess risk exactly r^t: a 2x decrease takes n = ceil(log 2 / -log r) rounds; the fit
+    covers the rounds to 90% of the log-decrease, ceil(0.9 T) of T, so the rule sees a 2x
+    decrease from the smallest T with ceil(0.9 T) >= n on. One round fewer: undecided, and
+    the decide text names both numbers; that many rounds: reproduced."""
+    n = math.ceil(math.log(2) / -math.log(r))
+    T = next(T for T in range(1, 10 * n) if math.ceil(0.9 * T - 1e-9) >= n)
+    assert rounds_to_decide(r, 2.0) == (n, T)
+    short = judge("linear_rate", {"p": runs_of(tmp_path, "p", {3: [geometric(r, T - 1)]})}, ["p"])
+    assert short.verdict == UNDECIDED
+    assert f"about {T} rounds would decide it" in short.decide and f"{n} rounds make a 2x" in short.decide
+    assert short.decide.startswith("K = 3: still decreasing at its last round")
+    full = judge("linear_rate", {"q": runs_of(tmp_path, "q", {3: [geometric(r, T)]})}, ["q"])
+    assert full.verdict == REPRODUCED and full.decide is None
+
+
+def test_linear_rate_min_decrease_is_a_parameter(tmp_path):
+    """0.9^t over 20 rounds: the fit covers 18 rounds, a decrease of 0.9^-18 = 6.6."""
+    paths = {"p": runs_of(tmp_path, "p", {1: [geometric(0.9, 20)]})}
+    assert judge("linear_rate", paths, ["p"], min_decrease=6.5).verdict == REPRODUCED
+    j = judge("linear_rate", paths, ["p"], min_decrease=6.8)
+    assert j.verdict == UNDECIDED and f"{math.ceil(math.log(6.8) / -math.log(0.9))} rounds make" in j.decide
+
+
+def test_still_decreasing_separates_a_geometric_curve_from_a_levelled_one():
+    assert still_decreasing(pd.Series(geometric(0.99, 200)), 0.99)
+    assert not still_decreasing(pd.Series(np.maximum(geometric(0.9, 200), 1e-3)), 0.9)
+    assert still_decreasing(pd.Series([1.0, 0.9, 0.81, 0.73]), 0.9)       # too short to tell
+
+
+def test_linear_rate_reads_only_its_algorithm_with_every_agent(tmp_path):
+    f = geometric(0.5, 30)
+    runs = {"p": runs_of(tmp_path, "p", {2: [f]}, participation=3) + runs_of(tmp_path, "p", {2: [f]}, name="rfedavg")}
+    j = judge("linear_rate", runs, ["p"])
+    assert j.verdict == UNDECIDED and j.rows == []            # no case
+    assert judge("linear_rate", runs, ["p"], algorithm="rfedavg").verdict == REPRODUCED
+
+
+# ---- decaying_more_accurate (Theorem 4.4) -----------------------------------------------------
+def _decaying(tmp_path, fixed: dict, dec: dict, **params):
+    runs = {"f": runs_of(tmp_path, "f", fixed), "d": runs_of(tmp_path, "d", dec)}
+    return judge("decaying_more_accurate", runs, {"fixed": "f", "decaying": "d"}, **params)
+
+
+@pytest.mark.parametrize("factor, want", [(0.5, REPRODUCED), (0.999, REPRODUCED), (1.0, NOT),
+                                          (1.001, NOT), (3.0, NOT)])
+def test_decaying_by_a_known_factor(tmp_path, factor, want):
+    """Decaying curve = factor x a levelled fixed curve: more accurate iff factor < 1."""
+    f = geometric(0.6, 30, floor=1e-3)
+    j = _decaying(tmp_path, {1: [f], 2: [f]}, {1: [factor * f], 2: [factor * f]})
+    assert j.verdict == want and j.decide is None
+    assert j.rows[0]["ratio (dec/fixed)"] == pytest.approx(factor)
+
+
+def test_decaying_above_but_still_decreasing_is_undecided(tmp_path):
+    """Fixed levelled at 1e-3; decaying 0.9^t over 40 rounds ends at 0.9^40 = 0.015, still
+    falling 0.9^-4 = 1.5x between the last two windows of 4 rounds."""
+    f = geometric(0.6, 40, floor=1e-3)
+    j = _decaying(tmp_path, {1: [f], 2: [f]}, {1: [geometric(0.9, 40)], 2: [f / 2]})
+    assert j.verdict == UNDECIDED
+    assert j.decide == "K = 1: more rounds of the decaying run"
+    assert ("- K = 1: undecided: the decaying run ends above the fixed one but is still decreasing "
+            "at its last round.") in j.notes
+    # the same decaying run with a K that fails: partly, and still says what would decide it
+    j = _decaying(tmp_path / "b", {1: [f], 2: [f]}, {1: [geometric(0.9, 40)], 2: [2 * f]})
+    assert j.verdict == NOT and j.decide is None
+
+
+def test_decaying_diverged_runs(tmp_path):
+    f = geometric(0.5, 20, floor=1e-3)
+    j = _decaying(tmp_path, {1: [f], 2: [f]}, {1: [(f, 5)], 2: [f / 4]})
+    assert j.verdict == PARTLY
+    assert "- K = 1: fails: the decaying-step run diverged at round 5." in j.notes
+    j = _decaying(tmp_path / "b", {1: [(f, 1)], 2: [(f, 3)]}, {1: [f], 2: [f]})
+    assert j.verdict == UNDECIDED
+    assert j.decide == "K = 1: a fixed-step run that does not diverge; K = 2: a fixed-step run that does not diverge"
+
+
+def test_decaying_compares_last_rounds_of_different_lengths():
+    fixed, dec = pd.Series(geometric(0.5, 20, floor=0.01)), pd.Series(geometric(0.85, 40))
+    assert compare(fixed, dec, "last")[0] == OK                  # 0.85^40 = 0.0015 < 0.01
+    assert compare(dec, fixed, "last")[0] == FAIL                # swapped; levelled at 0.01
+    assert compare(pd.Series([1.0, np.nan]), pd.Series([np.nan, np.nan]), "last")[:2] == (
+        OPEN, "no value at the last round")
+
+
+def test_decaying_statistic_last_or_plateau(tmp_path):
+    """A decaying run levelled at 2e-2 whose last round dips to 5e-3, against a fixed run at
+    1e-2: below at the last round, above over the last 10%."""
+    f, d = np.full(40, 1e-2), np.r_[np.full(39, 2e-2), 5e-3]
+    assert _decaying(tmp_path, {1: [f]}, {1: [d]}).verdict == REPRODUCED
+    assert _decaying(tmp_path / "b", {1: [f]}, {1: [d]}, statistic="plateau").verdict == NOT
+
+
+# ---- larger_k_faster (Figure 1) ---------------------------------------------------------------
+def _floored(q, floor, T=150, start=1.0):
+    return pd.Series(start * np.maximum(q ** np.arange(T + 1.0), floor))
+
+
+@pytest.mark.parametrize("qs, want, times", [
+    ((0.9, 0.5, 0.2), REPRODUCED, (44, 7, 3)),
+    ((0.5, 0.5, 0.2), REPRODUCED, (7, 7, 3)),         # ties count as non-increasing
+    ((0.5, 0.9, 0.2), PARTLY, (7, 44, 3)),
+    ((0.2, 0.5, 0.9), NOT, (3, 7, 44)),
+    ((0.5, 0.2, 0.5), NOT, (7, 3, 7))])
+def test_larger_k_faster_rounds_to_a_known_level(qs, want, times):
+    """c_K = max(q_K^t, P_K), start 1; the worst level is 1e-4, so the level is 1e-2, first
+    reached at ceil(log 1e-2 / log q): 3 (q = 0.2), 7 (0.5), 44 (0.9)."""
+    curves = {K: _floored(q, P) for K, q, P in zip((1, 2, 4), qs, (1e-4, 1e-6, 1e-8))}
+    v, level, got, why = judge_times(curves)
+    assert level == pytest.approx(1e-2) and v == want and tuple(got.values()) == times and why is None
+
+
+def test_larger_k_faster_level_from_the_lowest_start():
+    """Starts 1 and 4: the level is sqrt(1 x 1e-4) = 1e-2; 4 x 0.5^t reaches it at t = 9."""
+    v, level, times, _ = judge_times({1: _floored(0.9, 1e-4), 2: _floored(0.5, 1e-4 / 4, start=4)})
+    assert level == pytest.approx(1e-2) and times == {1: 44, 2: 9} and v == REPRODUCED
+
+
+def test_larger_k_faster_a_diverged_K_never_reaches_the_level():
+    curves = {1: _floored(0.5, 1e-4), 2: pd.Series(np.r_[1.0, np.full(80, np.inf)]), 4: _floored(0.2, 1e-4)}
+    v, level, times, _ = judge_times(curves)
+    assert level == pytest.approx(1e-2) and np.isnan(times[2]) and (times[1], times[4]) == (7, 3)
+    assert v == PARTLY
+
+
+def test_larger_k_faster_a_K_still_decreasing_is_undecided_only_if_it_could_change_the_verdict():
+    """K = 1 is 100 x 0.9^t over 40 rounds (still falling), K = 2, 4 reach the level at once:
+    K = 1 reaching it later keeps the order, never reaching it breaks it: undecided. The same
+    curve as the largest K: whenever it reaches the level, it is after round 40, later than the
+    smaller K: not reproduced, decided."""
+    slow, fast = _floored(0.9, 0, T=40, start=100), _floored(0.5, 1e-4, T=40)
+    v, level, times, why = judge_times({1: slow, 2: fast, 4: _floored(0.2, 1e-6, T=40)})
+    assert slow.iloc[-1] > level and np.isnan(times[1]) and v == UNDECIDED
+    assert why == f"more rounds: K = 1 has not reached {level:.3g} and is still decreasing"
+    v, _, _, why = judge_times({1: fast, 2: _floored(0.2, 1e-6, T=40), 4: slow})
+    assert v == NOT and why is None
+
+
+@pytest.mark.parametrize("times, later, want", [
+    ([3, 7, np.nan], [None, None, 41], {NOT}),
+    ([np.nan, 7, 3], [41, None, None], {REPRODUCED, NOT}),
+    ([7, np.nan, 3], [None, 5, None], {REPRODUCED, PARTLY}),
+    ([7, np.nan, 3], [None, 8, None], {PARTLY})])
+def test_possible_verdicts_of_a_K_still_decreasing(times, later, want):
+    """A K reaching the level at an unknown round >= its bound (or never)."""
+    assert possible_verdicts(times, later) == want
+
+
+def test_larger_k_faster_through_files(tmp_path):
+    f1, f2 = geometric(0.8, 60, floor=1e-4), geometric(0.5, 60, floor=1e-6)
+    j = judge("larger_k_faster", {"p": runs_of(tmp_path, "p", {1: [f1], 2: [f2], 4: [f2]})}, ["p"])
+    assert j.verdict == REPRODUCED
+    assert [r["K"] for r in j.rows] == ["1", "2", "4"]
+    assert j.rows[1]["level reached"] == pytest.approx(C.plateau(pd.Series(f2)))
+    j = judge("larger_k_faster", {"q": runs_of(tmp_path, "q", {4: [f2]})}, ["q"])
+    assert j.verdict == UNDECIDED and j.decide == "at least two K with a finite level"
+    j = judge("larger_k_faster", {"d": runs_of(tmp_path, "d", {1: [(f1, 1)], 2: [(f2, 3)]})}, ["d"])
+    assert j.verdict == UNDECIDED                            # no K with a finite level
+
+
+# ---- curves_within_factor (Section 5.1) -------------------------------------------------------
+def _alike(tmp_path, ags: dict, avg: dict, **params):
+    runs = {"p": runs_of(tmp_path, "p", ags) + runs_of(tmp_path, "p", avg, name="rfedavg")}
+    return judge("curves_within_factor", runs, ["p"], **params)
+
+
+@pytest.mark.parametrize("factor, want", [(1.9, REPRODUCED), (2.1, NOT), (0.45, NOT), (0.55, REPRODUCED),
+                                          (2.0, NOT)])
+def test_rfedavg_within_a_factor_two_of_rfedags(tmp_path, factor, want):
+    f = geometric(0.5, 30, floor=1e-5)
+    j = _alike(tmp_path, {2: [f]}, {2: [factor * f]})
+    assert j.verdict == want
+    assert j.rows[0]["max abs(log ratio) over rounds"] == pytest.approx(abs(np.log(factor)))
+
+
+def test_curves_within_factor_per_K_diverged_and_parameter(tmp_path):
+    f = geometric(0.5, 20, floor=1e-4)
+    j = _alike(tmp_path, {1: [f], 2: [f], 3: [f]}, {1: [1.5 * f], 2: [3 * f], 3: [(f, 3)]})
+    assert j.verdict == PARTLY and "- K = 3: rfedavg diverged at round 3." in j.notes
+    assert _alike(tmp_path / "b", {2: [f]}, {2: [2.5 * f]}, factor=3.0).verdict == REPRODUCED
+
+
+# ---- contraction_in_k (Figure 2) --------------------------------------------------------------
+@pytest.mark.parametrize("rates, want", [
+    ([0.9, 0.8, 0.5], REPRODUCED), ([0.8, 0.8], REPRODUCED), ([0.8, 0.9, 0.5], PARTLY),
+    ([0.5, 0.8], NOT), ([0.8, 0.5, 0.9], NOT), ([0.7], UNDECIDED), ([], UNDECIDED),
+    ([np.inf, 0.5], REPRODUCED), ([0.5, np.inf], NOT), ([3.0, 1.0, 2.0], PARTLY)])
+def test_contraction_order_in_K(rates, want):
+    assert order(rates) == want
+
+
+def test_contraction_in_k_through_files(tmp_path):
+    T = 50
+    j = judge("contraction_in_k", {"m": runs_of(tmp_path, "m", {1: [geometric(0.9, T)], 3: [geometric(0.7, T)],
+                                                                 5: [geometric(0.5, T)]})}, ["m"])
+    assert j.verdict == REPRODUCED
+    assert [r["contraction/round"] for r in j.rows] == pytest.approx([0.9, 0.7, 0.5])
+    j = judge("contraction_in_k", {"n": runs_of(tmp_path, "n", {1: [geometric(0.5, T)], 3: [geometric(0.9, T)]})},
+              ["n"])
+    assert j.verdict == NOT
+    # K = 1 diverged counts as the slowest; K = 3 with one round is left out
+    j = judge("contraction_in_k", {"d": runs_of(tmp_path, "d", {1: [(geometric(0.9, T), 4)], 3: [geometric(0.7, 1)],
+                                                                 5: [geometric(0.5, T)]})}, ["d"])
+    assert j.verdict == REPRODUCED
+    j = judge("contraction_in_k", {"e": runs_of(tmp_path, "e", {1: [geometric(0.5, 1)], 3: [geometric(0.5, T)]})},
+              ["e"])
+    assert j.verdict == UNDECIDED and j.decide == "runs with at least two K"
