@@ -30,7 +30,8 @@ import yaml
 
 from rfl import participation
 from rfl.participation import tag as participation_tag
-from rfl.registry import ALGORITHMS, MANIFOLDS, PARTICIPATION, PROBLEMS, RegistryError
+from rfl.registry import (ALGORITHMS, MANIFOLDS, PARTICIPATION, PROBLEMS, REGISTRIES,
+                          RegistryError)
 
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "config" / "schema.yaml"
 #: the metric columns of every run table (``rfl.runner.COLUMNS``); a problem adds its ``metrics``
@@ -542,6 +543,8 @@ def validate(config: dict, schema_path: str | Path = SCHEMA_PATH) -> dict:
                           f"datasets, experiments, figures, ...")
     config = copy.deepcopy(config)
     try:                         # a plug-in that fails to load is named in one line
+        for registry in REGISTRIES:          # every installed component, used or not
+            registry.load()
         schema = load_schema(schema_path)
         for check in (_key_errors, lambda c: _schema_errors(c, schema), _component_errors,
                       _path_errors, lambda c: _dataset_errors(c, schema), _experiment_errors,

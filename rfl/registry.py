@@ -139,8 +139,9 @@ class Registry:
             module = cls.__module__
             if module == "rfl" or module.startswith("rfl."):
                 return "rfl"
-            found = [e for r in [self, *REGISTRIES] for e in r._loaded_eps   # its own kind first
-                     if module == e.module or module.startswith(e.module + ".")]
+            top = module.split(".")[0]               # the entry point's package, its own kind first
+            found = [e for r in [self, *REGISTRIES] for e in r._loaded_eps
+                     if e.module.split(".")[0] == top]
             if not found:
                 return f"module {module}"
             ep = found[0]
