@@ -1,6 +1,9 @@
-"""``rfl``: the thin command line the Snakefile calls.
+"""``rfl``: the thin command line the Snakefile calls, and a user's few commands.
 
+    rfl --version                               rfl's installed version
     rfl validate CONFIG                         check a workflow config
+    rfl list [KIND]                             the installed components (rfl's and plug-ins'),
+                                                where each comes from and what it declares
     rfl data SPEC OUT.npz [RAW...] [--reference REF.npz]
                                                 generate a dataset (and its x*, F(x*))
     rfl reference SPEC DATA.npz OUT.npz         x* and F(x*) of a dataset
@@ -23,8 +26,12 @@
                                                 the README's performance table, printed or
                                                 written between its markers
 
+``rfl --help`` lists the commands a user runs; the steps only the rules call (``INTERNAL``)
+are left out of it and keep their own ``--help``.
+
 Bad arguments exit with status 2 and one line on stderr: unknown commands, missing or
-unreadable files, a spec that is not JSON or lacks a key the step needs.
+unreadable files, a spec that is not JSON or lacks a key the step needs, a plug-in that
+cannot be loaded (``rfl.registry.RegistryError``).
 """
 
 from __future__ import annotations

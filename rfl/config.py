@@ -11,7 +11,10 @@ algorithm names, and the components' declarations the rest: a dataset's params a
 against its problem's ``params_schema`` and ``check_params``; a method against its
 algorithm's ``federated``, ``options`` (a JSON schema per option), ``requires`` (capabilities
 the problem's ``manifold_class.offers``) and ``fields`` (which must contain the problem's
-``field``); a figure's metrics against the base metrics and the problem's ``metrics``. ``expand_runs`` turns experiments into one spec per run:
+``field``); a figure's metrics against the base metrics and the problem's ``metrics``. Every registry is
+loaded first (a broken plug-in is one ConfigError line), and each component the config uses,
+the manifold of each problem included, is checked against its kind's contract
+(``Registry.contract_errors``). ``expand_runs`` turns experiments into one spec per run:
 (experiment, algorithm, K, participation, seed).
 """
 
