@@ -34,7 +34,8 @@ REGISTRIES: list["Registry"] = []
 
 
 class RegistryError(KeyError):
-    """An unknown name, or two components that claim one name."""
+    """An unknown name, two components that claim one name, or a plug-in that cannot be
+    loaded (one line: the component, its distribution and entry point, what is wrong)."""
 
     def __str__(self) -> str:           # KeyError's str() quotes the message
         return str(self.args[0]) if self.args else ""
