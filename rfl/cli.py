@@ -1,6 +1,9 @@
-"""``rfl``: the thin command line the Snakefile calls.
+"""``rfl``: the thin command line the Snakefile calls, and a user's few commands.
 
+    rfl --version                               rfl's installed version
     rfl validate CONFIG                         check a workflow config
+    rfl list [KIND]                             the installed components (rfl's and plug-ins'),
+                                                where each comes from and what it declares
     rfl data SPEC OUT.npz [RAW...] [--reference REF.npz]
                                                 generate a dataset (and its x*, F(x*))
     rfl reference SPEC DATA.npz OUT.npz         x* and F(x*) of a dataset
@@ -23,8 +26,12 @@
                                                 the README's performance table, printed or
                                                 written between its markers
 
+``rfl --help`` lists the commands a user runs; the steps only the rules call (``INTERNAL``)
+are left out of it and keep their own ``--help``.
+
 Bad arguments exit with status 2 and one line on stderr: unknown commands, missing or
-unreadable files, a spec that is not JSON or lacks a key the step needs.
+unreadable files, a spec that is not JSON or lacks a key the step needs, a plug-in that
+cannot be loaded (``rfl.registry.RegistryError``).
 """
 
 from __future__ import annotations
@@ -153,84 +160,123 @@ def read_spec(path, command: str) -> dict:
     return spec
 
 
+#: the subcommands only the workflow's rules (rules/*.smk) call: callable, but not listed by
+#: ``rfl --help`` (each still has its own ``rfl <command> --help``)
+INTERNAL = ("data", "runs", "fetch-school", "fetch-source", "table1", "table2", "heterogeneity",
+            "lsa", "reproduction", "performance")
+
+
+class _Version(argparse.Action):
+    """``--version``: rfl's installed version (importlib.metadata), looked up only when asked."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from importlib import metadata
+        try:
+            version = metadata.version("rfl")
+        except metadata.PackageNotFoundError:
+            version = "unknown (rfl is not installed; pip install -e .)"
+        print(f"rfl {version}")
+        parser.exit(0)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="rfl", description="Riemannian federated learning benchmark steps.")
+    parser = _Parser(prog="rfl", description="Riemannian federated learning benchmark steps. "
+                     "The workflow's own steps (rules/*.smk) are not listed: "
+                     f"{', '.join(INTERNAL)} (rfl <step> --help describes each).")
+    parser.add_argument("--version", action=_Version, help="print rfl's version and exit")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    p = sub.add_parser("validate", help="check a workflow config")
-    p.add_argument("config", type=_existing)
-    p = sub.add_parser("data", help="generate a dataset")
-    p.add_argument("spec", type=_existing)
-    p.add_argument("out")
+
+    def command(name: str, help: str):
+        if name in INTERNAL:                     # no help=: argparse lists it nowhere
+            return sub.add_parser(name, description=f"{help} (a step the workflow runs)")
+        return sub.add_parser(name, help=help, description=help)
+
+    spec_help = "the step's spec file (JSON), written by the workflow under OUT/results/specs/"
+    p = command("validate", "check a workflow config")
+    p.add_argument("config", type=_existing, help="a workflow config (YAML), e.g. config/config.yaml")
+    p = command("list", "list the installed components (rfl's and plug-ins'), with where each "
+                "comes from and what it declares")
+    p.add_argument("kind", nargs="?", default=None,
+                   help="only this kind: " + ", ".join(r.title for r in _registries())
+                   + " (singular or plural)")
+    p = command("data", "generate a dataset")
+    p.add_argument("spec", type=_existing, help=spec_help)
+    p.add_argument("out", help="the dataset written (.npz)")
     p.add_argument("inputs", nargs="*", type=_existing, help="raw files the generator reads")
     p.add_argument("--reference", metavar="REF.npz", default=None,
                    help="also compute x* and F(x*) of the new data (as rfl reference) in the same "
                         "process, written here")
-    p = sub.add_parser("reference", help="compute x* and F(x*) of a dataset")
-    p.add_argument("spec", type=_existing)
-    p.add_argument("data", type=_npz)
-    p.add_argument("out")
-    p = sub.add_parser("run", help="execute one run")
-    p.add_argument("spec", type=_existing)
-    p.add_argument("data", type=_npz)
-    p.add_argument("reference", type=_npz)
-    p.add_argument("out_table")
-    p.add_argument("out_meta")
-    p = sub.add_parser("flower", help="execute one run (as rfl run), or every run of an experiment "
-                       "(--config, --experiment), on Flower's simulation engine (needs flwr)")
-    p.add_argument("spec", type=_existing, nargs="?")
-    p.add_argument("data", type=_npz, nargs="?")
-    p.add_argument("reference", type=_npz, nargs="?")
-    p.add_argument("out_table", nargs="?")
-    p.add_argument("out_meta", nargs="?")
+    p = command("reference", "compute x* and F(x*) of a dataset")
+    p.add_argument("spec", type=_existing, help="a dataset's spec (JSON)")
+    p.add_argument("data", type=_npz, help="the dataset (.npz) rfl data wrote")
+    p.add_argument("out", help="x* and F(x*) written here (.npz)")
+    p = command("run", "execute one run")
+    p.add_argument("spec", type=_existing, help="the run's spec (JSON), e.g. "
+                   "results/specs/runs/<experiment>/<run>.json")
+    p.add_argument("data", type=_npz, help="its dataset (.npz)")
+    p.add_argument("reference", type=_npz, help="the dataset's x* and F(x*) (.npz)")
+    p.add_argument("out_table", help="the run table written (.csv)")
+    p.add_argument("out_meta", help="the run's metadata written (.meta.json)")
+    p = command("flower", "execute one run (as rfl run), or every run of an experiment "
+                "(--config, --experiment), on Flower's simulation engine (needs flwr)")
+    p.add_argument("spec", type=_existing, nargs="?", help="the run's spec (JSON), as rfl run")
+    p.add_argument("data", type=_npz, nargs="?", help="its dataset (.npz)")
+    p.add_argument("reference", type=_npz, nargs="?", help="the dataset's x* and F(x*) (.npz)")
+    p.add_argument("out_table", nargs="?", help="the run table written (.csv)")
+    p.add_argument("out_meta", nargs="?", help="the run's metadata written (.meta.json)")
     p.add_argument("--config", type=_existing, help="a workflow config (with --experiment)")
     p.add_argument("--experiment", help="the experiment of --config whose runs to execute; its "
                    "data and references must exist (snakemake builds them)")
     p.add_argument("--out-dir", default=None, help="where --experiment writes its run files "
                    "(default: OUT/results/flower/EXPERIMENT/, OUT the config's output_dir)")
     p.add_argument("--num-cpus", type=int, default=1, help="cores the simulation engine may use")
-    p = sub.add_parser("runs", help="execute several runs in one process (aligned lists)")
+    p = command("runs", "execute several runs in one process (aligned lists)")
     p.add_argument("--specs", nargs="+", type=_existing, required=True)
     p.add_argument("--data", nargs="+", type=_npz, required=True)
     p.add_argument("--references", nargs="+", type=_npz, required=True)
     p.add_argument("--tables", nargs="+", required=True)
     p.add_argument("--metas", nargs="+", required=True)
-    p = sub.add_parser("figure", help="draw one experiment's figure")
-    p.add_argument("spec", type=_existing)
-    p.add_argument("out_pdf")
-    p.add_argument("runs", nargs="+", type=_run_table)
-    p = sub.add_parser("fetch-school", help="fetch and verify ILEA567.DAT")
-    p.add_argument("spec", type=_existing)
-    p.add_argument("out")
-    p = sub.add_parser("fetch-source", help="fetch and verify a pinned data file")
-    p.add_argument("spec", type=_existing)
+    p = command("figure", "draw one experiment's figure")
+    p.add_argument("spec", type=_existing, help="the figure's spec (JSON), "
+                   "results/specs/figures/<figure>.json")
+    p.add_argument("out_pdf", help="the figure written (.pdf, and .png beside it)")
+    p.add_argument("runs", nargs="+", type=_run_table, help="run tables (.csv, .meta.json beside)")
+    p = command("fetch-school", "fetch and verify ILEA567.DAT")
+    p.add_argument("spec", type=_existing, help=spec_help)
+    p.add_argument("out", help="where ILEA567.DAT is stored")
+    p = command("fetch-source", "fetch and verify a pinned data file")
+    p.add_argument("spec", type=_existing, help=spec_help)
     p.add_argument("out", help="CACHE/<subpath> of a source in rfl/data/sources.py")
-    p = sub.add_parser("table1", help="write Table 1")
-    p.add_argument("spec", type=_existing)
-    p.add_argument("out_csv")
-    p = sub.add_parser("table2", help="write Table 2")
-    p.add_argument("spec", type=_existing)
-    p.add_argument("out_csv")
-    p.add_argument("runs", nargs="*", type=_run_table)
-    p = sub.add_parser("heterogeneity", help="write the heterogeneity figure and table")
-    p.add_argument("spec", type=_existing)
-    p.add_argument("out_pdf")
-    p.add_argument("out_csv")
-    p.add_argument("runs", nargs="*", type=_run_table)
-    p = sub.add_parser("lsa", help="write the FedLSA/SCAFFLSA figures and bias table")
-    p.add_argument("spec", type=_existing)
-    p.add_argument("out_csv")
-    p.add_argument("runs", nargs="*", type=_run_table)
+    p = command("table1", "write Table 1")
+    p.add_argument("spec", type=_existing, help=spec_help)
+    p.add_argument("out_csv", help="the table written (.csv, with .md and .tex beside)")
+    p = command("table2", "write Table 2")
+    p.add_argument("spec", type=_existing, help=spec_help)
+    p.add_argument("out_csv", help="the table written (.csv, with .md and .tex beside)")
+    p.add_argument("runs", nargs="*", type=_run_table, help="run tables (.csv, .meta.json beside)")
+    p = command("heterogeneity", "write the heterogeneity figure and table")
+    p.add_argument("spec", type=_existing, help=spec_help)
+    p.add_argument("out_pdf", help="the figure written (.pdf, and .png beside it)")
+    p.add_argument("out_csv", help="the table written (.csv, with .md beside)")
+    p.add_argument("runs", nargs="*", type=_run_table, help="run tables (.csv, .meta.json beside)")
+    p = command("lsa", "write the FedLSA/SCAFFLSA figures and bias table")
+    p.add_argument("spec", type=_existing, help=spec_help)
+    p.add_argument("out_csv", help="the bias table written (.csv, with .md beside)")
+    p.add_argument("runs", nargs="*", type=_run_table, help="run tables (.csv, .meta.json beside)")
     p.add_argument("--figures", nargs="+", required=True, metavar="FIG.pdf",
                    help="one PDF per setting of the spec, in the spec's order (PNG beside each)")
-    p = sub.add_parser("reproduction", help="write the reproduction report")
-    p.add_argument("spec", type=_existing)
-    p.add_argument("out_md")
-    p = sub.add_parser("performance", help="write the CPU seconds per rule kind and experiment")
-    p.add_argument("spec", type=_existing)
-    p.add_argument("out_csv")
+    p = command("reproduction", "write the reproduction report")
+    p.add_argument("spec", type=_existing, help=spec_help)
+    p.add_argument("out_md", help="the report written (.md)")
+    p = command("performance", "write the CPU seconds per rule kind and experiment")
+    p.add_argument("spec", type=_existing, help=spec_help)
+    p.add_argument("out_csv", help="the table written (.csv, with .md beside)")
     p.add_argument("benchmarks", nargs="*", type=_existing,
                    help="the jobs' benchmark records (default: every one under the spec's directory)")
-    p = sub.add_parser("perf-table", help="the README's performance table")
+    p = command("perf-table", "the README's performance table")
     p.add_argument("perf_csv", type=_existing, help="paper_tables/performance.csv of a full run")
     p.add_argument("--asv", type=_existing, metavar="RESULT.json",
                    help="an asv result file (.asv/results/MACHINE/COMMIT-ENV.json) to add its tracks")
@@ -240,7 +286,43 @@ def build_parser() -> argparse.ArgumentParser:
                         "(benchmarks/performance.csv, benchmarks/asv-result.json)")
     p.add_argument("--check", action="store_true",
                    help="with --readme: exit 1 if the README's table differs, writing nothing")
+    sub.metavar = "{" + ",".join(n for n in sub.choices if n not in INTERNAL) + "}"
     return parser
+
+
+def _registries():
+    from rfl.registry import REGISTRIES
+    return REGISTRIES
+
+
+def _registry_for(word: str):
+    """The registry ``rfl list WORD`` asks for, or None."""
+    for registry in _registries():
+        if word.lower() in registry.words:
+            return registry
+    return None
+
+
+def list_components(registries) -> str:
+    """``rfl list``: per kind, each component's name and where it comes from, then what it
+    declares (its class's ``summary()``, else the first line of its docstring)."""
+    lines = []
+    for registry in registries:
+        lines.append(f"{registry.title} (entry-point group {registry.group}):")
+        for name, cls in registry.items():
+            summary = getattr(cls, "summary", None)
+            text = (summary() if callable(summary) else summary if isinstance(summary, str) and summary
+                    else (cls.__doc__ or "").strip().split("\n")[0])
+            params = getattr(cls, "params_schema", {}).get("properties", {})   # (a claim rule's)
+            if params:
+                text += "; params: " + ", ".join(
+                    f"{k}={v['default']!r}" if "default" in v else f"{k} (required)" for k, v in params.items())
+            lines.append(f"  {name}  [{registry.origin(name)}]")
+            if text:
+                lines.append(f"      {text}")
+        if not registry.names():
+            lines.append("  (none)")
+    return "\n".join(lines) + "\n"
 
 
 def _unknown_options(parser: argparse.ArgumentParser, argv: list[str]) -> str | None:
@@ -385,7 +467,7 @@ def _main(argv: list[str]) -> int:
     try:
         if args.command == "runs":            # every spec checked before any run starts
             specs = [read_spec(path, "run") for path in args.specs]
-        spec = None if args.command in ("validate", "runs", "perf-table") or (
+        spec = None if args.command in ("validate", "list", "runs", "perf-table") or (
             args.command == "flower" and args.config) else read_spec(
             args.spec, "run" if args.command == "flower" else args.command)
         if args.command in ("table2", "heterogeneity", "lsa") and not args.runs:
@@ -405,6 +487,15 @@ def _main(argv: list[str]) -> int:
             except UnicodeDecodeError:
                 raise config.ConfigError(f"{args.config}: not valid YAML (not UTF-8 text)") from None
             print(f"{args.config}: valid")
+        elif args.command == "list":
+            registries = _registries()
+            if args.kind is not None:
+                found = _registry_for(args.kind)
+                if found is None:
+                    parser.error(f"list: {args.kind!r} is not a kind of component; allowed: "
+                                 f"{', '.join(w for r in registries for w in r.words)}")
+                registries = [found]
+            print(list_components(registries), end="")
         elif args.command == "data":
             from rfl.registry import PROBLEMS
             from rfl.runner import generate_data

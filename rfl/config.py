@@ -11,7 +11,10 @@ algorithm names, and the components' declarations the rest: a dataset's params a
 against its problem's ``params_schema`` and ``check_params``; a method against its
 algorithm's ``federated``, ``options`` (a JSON schema per option), ``requires`` (capabilities
 the problem's ``manifold_class.offers``) and ``fields`` (which must contain the problem's
-``field``); a figure's metrics against the base metrics and the problem's ``metrics``. ``expand_runs`` turns experiments into one spec per run:
+``field``); a figure's metrics against the base metrics and the problem's ``metrics``. Every registry is
+loaded first (a broken plug-in is one ConfigError line), and each component the config uses,
+the manifold of each problem included, is checked against its kind's contract
+(``Registry.contract_errors``). ``expand_runs`` turns experiments into one spec per run:
 (experiment, algorithm, K, participation, seed).
 """
 
@@ -30,7 +33,8 @@ import yaml
 
 from rfl import participation
 from rfl.participation import tag as participation_tag
-from rfl.registry import ALGORITHMS, PROBLEMS
+from rfl.registry import (ALGORITHMS, MANIFOLDS, PARTICIPATION, PROBLEMS, REGISTRIES,
+                          RegistryError)
 
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "config" / "schema.yaml"
 #: the metric columns of every run table (``rfl.runner.COLUMNS``); a problem adds its ``metrics``
@@ -144,6 +148,40 @@ def _schema_errors(config: dict, schema: dict) -> list[str]:
             continue
         msgs.append(_describe(best))
     return sorted(set(msgs))
+
+
+def _component_errors(config: dict) -> list[str]:
+    """Every component the config uses (problems and their manifolds, algorithms,
+    participation schemes) against its kind's contract (``Registry.contract_errors``, with
+    the declared JSON schemas checked): the first broken one, in one line naming the config
+    key, the component, where it comes from and what it lacks; raised as a ConfigError of its
+    own, since the component, not the config, is at fault."""
+    used = []
+    for name, ds in config["datasets"].items():
+        problem = PROBLEMS[ds["problem"]]
+        used.append((["datasets", name, "problem"], PROBLEMS, problem, ""))
+        manifold = problem.manifold_class
+        used.append((["datasets", name, "problem"], MANIFOLDS, manifold,
+                     f" (the manifold of problem {problem.name!r})"))
+    for ename, exp in config["experiments"].items():
+        for i, m in enumerate(exp["methods"]):
+            here = ["experiments", ename, "methods", i]
+            used.append((here + ["algorithm"], ALGORITHMS, ALGORITHMS[m["algorithm"]], ""))
+            s = m.get("participation")
+            scheme = (s.get("scheme") if isinstance(s, dict) else "full" if s is None else "uniform")
+            if scheme in PARTICIPATION:
+                used.append((here + ["participation"], PARTICIPATION, PARTICIPATION[scheme], ""))
+    seen = set()
+    for here, registry, cls, note in used:
+        if cls in seen:
+            continue
+        seen.add(cls)
+        errors = registry.contract_errors(cls, deep=True)
+        if errors:
+            name = cls.__dict__.get("name", cls.__qualname__)
+            raise ConfigError(f"config key {_key(here)}: {registry.kind} {name!r}{note} from "
+                              f"{registry.origin(cls)} {'; '.join(errors)}")
+    return []
 
 
 def _dataset_errors(config: dict, schema: dict) -> list[str]:
@@ -573,13 +611,18 @@ def validate(config: dict, schema_path: str | Path = SCHEMA_PATH) -> dict:
                           f"mapping, got {type(config).__name__}; allowed: a mapping with keys "
                           f"datasets, experiments, figures, ...")
     config = copy.deepcopy(config)
-    schema = load_schema(schema_path)
-    for check in (_key_errors, lambda c: _schema_errors(c, schema), _path_errors,
-                  lambda c: _dataset_errors(c, schema), _experiment_errors, _figure_and_table_errors,
-                  _claim_errors):
-        msgs = check(config)
-        if msgs:
-            raise ConfigError("invalid configuration:\n  " + "\n  ".join(msgs))
+    try:                         # a plug-in that fails to load is named in one line
+        for registry in REGISTRIES:          # every installed component, used or not
+            registry.load()
+        schema = load_schema(schema_path)
+        for check in (_key_errors, lambda c: _schema_errors(c, schema), _component_errors,
+                      _path_errors, lambda c: _dataset_errors(c, schema), _experiment_errors,
+                      _figure_and_table_errors, _claim_errors):
+            msgs = check(config)
+            if msgs:
+                raise ConfigError("invalid configuration:\n  " + "\n  ".join(msgs))
+    except RegistryError as exc:
+        raise ConfigError(str(exc)) from None
     config.setdefault("output_dir", "")
     school = config.setdefault("school", {})
     school.setdefault("mirror", None)

@@ -12,10 +12,15 @@ from rfl.workflow import LIGHT, Plan, alternatives, is_dry_run, pinned
 
 # Snakemake's YAML reader keeps the last of two equal keys; read the config files again with
 # rfl's, which refuses that (and recursive aliases, alias bombs, deep nesting), naming the file.
-for _configfile in workflow.configfiles:
-    io.read_yaml(_configfile)
-# Clear, key-naming errors first (schema + semantic checks), then Snakemake's own check.
-config = rflconfig.validate(config)
+# Clear, key-naming errors first (schema + semantic checks, plug-ins that fail to load), then
+# Snakemake's own check; rfl's errors end the workflow as `rfl` does: one line, exit status 2.
+try:
+    for _configfile in workflow.configfiles:
+        io.read_yaml(_configfile)
+    config = rflconfig.validate(config)
+except (io.YAMLError, rflconfig.ConfigError) as _error:
+    print(f"rfl: error: {_error}", file=sys.stderr)
+    raise SystemExit(2)
 validate(config, "../config/schema.yaml")
 
 PLAN = Plan(config, io.read_yaml("config/paper_values.yaml"), workflow.configfiles)

@@ -13,6 +13,7 @@ as soon as they are imported and put back only while a test of this module runs
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.util
 import json
 import os
@@ -33,7 +34,9 @@ from rfl.algorithms import AgentSampler, Fixed, RFedAGS
 from rfl.registry import ALGORITHMS, MANIFOLDS, PROBLEMS
 from rfl.testing.manifold import ManifoldContract
 from rfl.testing.problem import ProblemCase, ProblemContract
-from rfl.testing.reference_loops import reference_loop, single_point_ops
+from rfl.problems.base import Problem
+from rfl.testing.reference_loops import (REFERENCE_LOOPS, PointwiseOps, reference_loop,
+                                             single_point_ops)
 from rfl.testing.strategy import CONTRACT_PROBLEMS, ContractProblem, StrategyContract
 
 REPO = Path(__file__).resolve().parents[1]
@@ -169,9 +172,76 @@ MEAN_DIRECTION = ContractProblem("mean_direction", _mean_direction_problem, 0.5,
                                  {"retraction": "normalize", "transport": "parallel"})
 
 
+class ColumnMeans(Problem):
+    """f_j(X) = -<M_j, X> on OB(n, p), M_j agent j's mean of its samples Z_{j,i} (n x p): the mean
+    direction column by column, a problem of this test (no ``name``) on the plug-in manifold."""
+
+    def __init__(self, Z, **geometry):
+        self.Z = Z
+        self.local_sizes = np.full(Z.shape[0], Z.shape[1])
+        self.manifold = Oblique(Z.shape[2], Z.shape[3], **geometry)
+        self.m = Z.mean(axis=(0, 1))                      # equal N_j: p_j = 1/S
+
+    def minibatch_egrad(self, x, agents, batch):
+        """-(1/B) sum_{i in batch_j} Z_{j,i}: x (s, n, p), batch (s, B) -> (s, n, p)."""
+        return -self.Z[agents[:, None], np.asarray(batch)].mean(axis=1)
+
+    def cost(self, x):
+        return -float(np.sum(self.m * x))
+
+    def egrad(self, x):
+        return -self.m
+
+
+def _column_means(**geometry):
+    rng = np.random.default_rng(6)
+    Z = rng.standard_normal((5, 12, 6, 3)) + np.linspace(1.0, 2.0, 18).reshape(6, 3)
+    return ColumnMeans(Z / np.linalg.norm(Z, axis=2, keepdims=True), **geometry)
+
+
+COLUMN_MEANS = ContractProblem("column_means", _column_means, 0.5,
+                               {"retraction": "normalize", "transport": "projection"})
+
+
 class TestServerStepStrategy(_Declared, StrategyContract):
     strategies = ["rfedags_server_step"]
-    problems = CONTRACT_PROBLEMS + [MEAN_DIRECTION]
+    problems = CONTRACT_PROBLEMS + [MEAN_DIRECTION, COLUMN_MEANS]
+
+
+def test_the_contract_checks_the_strategy_on_the_plugin_manifold(monkeypatch):
+    """On OB(n, p), which registers no single-point maps, the reference loop runs through the
+    manifold's own maps one point at a time: the comparison runs (is not skipped), and a loop
+    that differs from the strategy (server step doubled) fails it."""
+    assert type(single_point_ops(COLUMN_MEANS.build().manifold)) is PointwiseOps
+    contract = TestServerStepStrategy()
+    case, = [c for c in contract.cases() if c.problem is COLUMN_MEANS]
+    for partial in (False, True):
+        try:
+            contract.test_matches_reference_loop(case, partial)
+        except pytest.skip.Exception as exc:
+            pytest.fail(f"the contract skipped the plug-in manifold: {exc}")
+    wrong = functools.partial(server_step_loop, server_step=2.0)
+    monkeypatch.setitem(REFERENCE_LOOPS, "rfedags_server_step", lambda *a, server_step, **k: wrong(*a, **k))
+    with pytest.raises(AssertionError):
+        contract.test_matches_reference_loop(case, False)
+
+
+def test_a_named_strategy_without_its_hooks_fails_saying_which(monkeypatch):
+    """A strategy a test names: no reference loop, or no contract problem it applies to, is a
+    failure naming what to define, not a skip."""
+    contract = TestServerStepStrategy()
+    case = next(c for c in contract.cases() if c.problem is MEAN_DIRECTION)
+    monkeypatch.delitem(REFERENCE_LOOPS, "rfedags_server_step")
+    with pytest.raises(pytest.fail.Exception, match=r"reference_loop\('rfedags_server_step'\)"):
+        contract.test_matches_reference_loop(case, False)
+
+    class OnlyLSA(StrategyContract):
+        strategies = ["rfedags_server_step"]
+        problems = [CONTRACT_PROBLEMS[2]]                    # a linear field: it does not apply
+
+    case, = OnlyLSA().cases()
+    with pytest.raises(pytest.fail.Exception, match="add a ContractProblem it applies to"):
+        OnlyLSA().test_deterministic_for_a_seed(case)
 
 
 def _run(alg, x0, rounds, seed):

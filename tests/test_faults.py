@@ -723,7 +723,7 @@ VARIADIC = {"data", "figure", "table2", "heterogeneity", "lsa", "performance"}
 def _cases(d: Path):
     sub = lambda args: [a.format(d=d, SMOKE=SMOKE) for a in args]  # noqa: E731
     choices = cli.build_parser()._subparsers._group_actions[0].choices
-    covered = set(COMMANDS) | {"runs"}        # `runs` takes options: its cases are below
+    covered = set(COMMANDS) | {"runs", "list"}   # `runs` takes options, `list` no file: cases below
     assert set(choices) <= covered, f"subcommands without bad-argument cases: {set(choices) - covered}"
     commands = {c: a for c, a in COMMANDS.items() if c in choices}
     cases = []
@@ -748,6 +748,9 @@ def _cases(d: Path):
         ("figure", "run table without metadata", ["figure", str(d / "empty.json"), str(d / "o.pdf"), str(d / "run.csv")]),
         ("figure", "run file not a table", ["figure", str(d / "empty.json"), str(d / "o.pdf"), str(d / "data.npz")]),
         ("table2", "run table without metadata", ["table2", str(d / "empty.json"), str(d / "o.csv"), str(d / "run.csv")]),
+        ("list", "unknown kind", ["list", "optimisers"]),
+        ("list", "too many arguments", ["list", "algorithms", "extra"]),
+        ("list", "unknown option", ["list", "--frobnicate"]),
         ("", "unknown command", ["frobnicate"]),
         ("", "option only", ["--frobnicate"]),
     ]

@@ -11,6 +11,7 @@ import yaml
 
 from rfl import config as rflconfig
 from rfl import io, runner
+from rfl.algorithms.base import FederatedStrategy
 from rfl.runner import COLUMNS
 
 SMOKE = "config/smoke.yaml"
@@ -228,15 +229,21 @@ def test_rfl_runs_equals_one_rfl_run_per_seed(tmp_path, prepared, smoke_runs):
 
 
 # ---- the config reads the registries' declarations, never a list of names ----------------
-class _Declared:
-    """A throw-away algorithm: only the declarations the config reads."""
+class _Declared(FederatedStrategy):
+    """A throw-away strategy: the declarations the config reads, and a ``round`` to meet the
+    contract ``rfl validate`` checks (its ``name`` is set below, so that only the fixture
+    registers it)."""
 
-    name = "plugin_strategy"
     label = "Plug-in"
-    federated = True
     requires = frozenset({"nearest_point"})
     fields = frozenset({"gradient"})
     options = {"mu": {"type": "number", "minimum": 0}}
+
+    def round(self, x_t, t, sampler):
+        raise NotImplementedError("never run")
+
+
+_Declared.name = "plugin_strategy"
 
 
 @pytest.fixture

@@ -66,7 +66,47 @@ class Declared:
         super().__init_subclass__(**kwargs)
         if "name" in cls.__dict__:
             from rfl.registry import ALGORITHMS
+            errors = cls.contract_errors()
+            if errors:
+                raise TypeError(f"algorithm {cls.__dict__['name']!r} ({cls.__module__}."
+                                f"{cls.__qualname__}) {'; '.join(errors)}")
             ALGORITHMS.add(cls)
+
+    @classmethod
+    def contract_errors(cls, deep: bool = False) -> list[str]:
+        """What this class lacks to be an algorithm (phrases; empty when nothing): a
+        ``FederatedStrategy`` implementing ``round`` or a ``CentralizedSolver`` implementing
+        ``iterate``; a ``label``; ``requires`` among the manifold capabilities, ``fields``
+        among the problems' fields; ``options`` a mapping of JSON schemas (``deep``: valid
+        ones, each default valid). Checked when a named subclass is created and, with
+        ``deep``, by ``rfl validate`` for every algorithm a config uses."""
+        from rfl.manifolds import Manifold
+        from rfl.problems.base import FIELDS
+        from rfl.registry import option_errors, unimplemented
+
+        base = next((b for b in (FederatedStrategy, CentralizedSolver) if issubclass(cls, b)), None)
+        if base is None:
+            return ["is neither a FederatedStrategy nor a CentralizedSolver"]
+        out = []
+        missing = unimplemented(cls, base)
+        if missing:
+            out.append(f"does not implement {', '.join(missing)}")
+        if not (isinstance(getattr(cls, "label", None), str) and cls.label):
+            out.append("declares no label (a non-empty string)")
+        for attr, allowed in (("requires", Manifold.CAPABILITIES), ("fields", FIELDS)):
+            value = getattr(cls, attr)
+            if not (isinstance(value, (frozenset, set, tuple, list))
+                    and all(isinstance(v, str) and v in allowed for v in value)):
+                out.append(f"declares {attr} = {value!r}; allowed: a frozenset of "
+                           f"{', '.join(allowed)}")
+        return out + option_errors(cls.options, deep)
+
+    @classmethod
+    def summary(cls) -> str:
+        """One line for ``rfl list``: label, kind, requires, fields and options with defaults."""
+        return (f"label: {cls.label}; {'federated' if cls.federated else 'centralised'}; "
+                f"requires: {', '.join(sorted(cls.requires)) or 'nothing'}; "
+                f"fields: {', '.join(sorted(cls.fields))}; options: {_options_text(cls.options)}")
 
     @classmethod
     def missing(cls, problem) -> list[str]:
@@ -111,6 +151,14 @@ class Declared:
             except jsonschema.ValidationError as exc:
                 raise ValueError(f"{self.name} option {key} = {value!r}: {exc.message}") from None
             setattr(self, key, value)
+
+
+def _options_text(options: dict) -> str:
+    """``name=default, ...`` (defaults as JSON; ``name`` alone when it has none)."""
+    import json
+
+    return ", ".join(f"{k}={json.dumps(v['default'])}" if "default" in v else k
+                     for k, v in options.items()) or "none"
 
 
 class FederatedStrategy(Declared, abc.ABC):

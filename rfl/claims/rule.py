@@ -102,7 +102,7 @@ class Rule:
     name: ClassVar[str]
     #: one line: what the rule checks (``rfl list rules``)
     summary: ClassVar[str] = ""
-    #: JSON schema of ``params`` (an object; every property with a default)
+    #: JSON schema of ``params`` (an object; every property with a default, or required)
     params_schema: ClassVar[dict] = {"type": "object", "properties": {}, "additionalProperties": False}
     #: JSON schema of the claim's ``experiments``
     experiments_schema: ClassVar[dict] = EXPERIMENT_LIST
@@ -113,7 +113,36 @@ class Rule:
         super().__init_subclass__(**kwargs)
         if "name" in cls.__dict__:
             from rfl.registry import RULES
+            errors = cls.contract_errors()
+            if errors:
+                raise TypeError(f"claim rule {cls.__dict__['name']!r} ({cls.__module__}."
+                                f"{cls.__qualname__}) {'; '.join(errors)}")
             RULES.add(cls)
+
+    @classmethod
+    def contract_errors(cls, deep: bool = False) -> list[str]:
+        """What this class lacks to be a claim rule (phrases; empty when nothing): ``judge`` and
+        ``describe`` implemented, a ``summary``, ``params_schema`` and ``experiments_schema``
+        mappings, every parameter with a default or required (``deep``: valid JSON schemas,
+        each default valid under its parameter's)."""
+        from rfl.registry import schema_errors, unimplemented
+
+        out = []
+        missing = unimplemented(cls, Rule, ("judge", "describe"))
+        if missing:
+            out.append(f"does not implement {', '.join(missing)}")
+        if not (isinstance(cls.summary, str) and cls.summary):
+            out.append("declares no summary (a non-empty string)")
+        out += schema_errors("params_schema", cls.params_schema, deep)
+        out += schema_errors("experiments_schema", cls.experiments_schema, deep)
+        if isinstance(cls.params_schema, dict):
+            required = cls.params_schema.get("required", [])
+            for key, sub in cls.params_schema.get("properties", {}).items():
+                if not isinstance(sub, dict) or "default" not in sub and key not in required:
+                    out.append(f"declares parameter {key!r} with neither a default nor 'required'")
+                elif "default" in sub:
+                    out += schema_errors(f"parameter {key!r}", sub, deep, sub["default"])
+        return out
 
     @classmethod
     def defaults(cls) -> dict:

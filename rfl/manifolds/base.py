@@ -67,19 +67,50 @@ class Manifold(abc.ABC):
         super().__init_subclass__(**kwargs)
         if "name" not in cls.__dict__:
             return
-        missing = [m for m in sorted(Manifold.__abstractmethods__)
-                   if getattr(getattr(cls, m, None), "__isabstractmethod__", False)]
+        errors = cls.contract_errors()
+        if errors:
+            raise TypeError(f"manifold {cls.name!r} ({cls.__module__}.{cls.__qualname__}) "
+                            f"{'; '.join(errors)}")
+        MANIFOLDS.add(cls)
+
+    @classmethod
+    def contract_errors(cls, deep: bool = False) -> list[str]:
+        """What this class lacks to be a manifold (phrases; empty when nothing): the abstract
+        methods, ``retraction_<name>`` / ``transport_<name>`` for every declared name, at
+        least one transport, ``ISOMETRIC_TRANSPORTS`` among ``TRANSPORTS``. Checked when a
+        named subclass is created and, for the manifold of every problem a config uses (named
+        or not), by ``rfl validate``."""
+        from rfl.registry import unimplemented
+
+        for attr in ("RETRACTIONS", "TRANSPORTS", "ISOMETRIC_TRANSPORTS"):
+            value = getattr(cls, attr)
+            if not (isinstance(value, tuple) and all(isinstance(n, str) for n in value)):
+                return [f"declares {attr} = {value!r}; allowed: a tuple of names"]
+        missing = unimplemented(cls, Manifold)
         missing += [f"{kind}_{n}" for kind, names in (("retraction", cls.RETRACTIONS),
                                                       ("transport", cls.TRANSPORTS))
                     for n in names if not callable(getattr(cls, f"{kind}_{n}", None))]
         if missing or not cls.TRANSPORTS:
-            raise TypeError(f"manifold {cls.name!r} ({cls.__module__}.{cls.__qualname__}) does "
-                            f"not implement {', '.join(missing) or 'any transport (TRANSPORTS)'}")
+            return [f"does not implement {', '.join(missing) or 'any transport (TRANSPORTS)'}"]
         extra = set(cls.ISOMETRIC_TRANSPORTS) - set(cls.TRANSPORTS)
         if extra:
-            raise TypeError(f"manifold {cls.name!r}: ISOMETRIC_TRANSPORTS {sorted(extra)} are "
-                            f"not in TRANSPORTS; allowed: {', '.join(cls.TRANSPORTS)}")
-        MANIFOLDS.add(cls)
+            return [f"ISOMETRIC_TRANSPORTS {sorted(extra)} are not in TRANSPORTS; allowed: "
+                    f"{', '.join(cls.TRANSPORTS)}"]
+        return []
+
+    @classmethod
+    def summary(cls) -> str:
+        """One line for ``rfl list``: its retractions, transports and capabilities."""
+        iso = set(cls.ISOMETRIC_TRANSPORTS)
+        offers = []
+        for capability in cls.CAPABILITIES:
+            some = [r for r in cls.RETRACTIONS if cls.offers(capability, r)]
+            if some:
+                offers.append(capability if len(some) == len(cls.RETRACTIONS)
+                              else f"{capability} (with {', '.join(some)})")
+        return (f"retractions: {', '.join(cls.RETRACTIONS)}; transports: "
+                f"{', '.join(t + (' (isometric)' if t in iso else '') for t in cls.TRANSPORTS)}; "
+                f"offers: {', '.join(offers) or 'none'}")
 
     def __init__(self, point_shape: tuple[int, ...], dim: int,
                  retraction: str | None = None, transport: str | None = None):

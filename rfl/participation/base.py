@@ -51,7 +51,31 @@ class ParticipationScheme(abc.ABC):
         super().__init_subclass__(**kwargs)
         if "name" in cls.__dict__:
             from rfl.registry import PARTICIPATION
+            errors = cls.contract_errors()
+            if errors:
+                raise TypeError(f"participation scheme {cls.__dict__['name']!r} ({cls.__module__}."
+                                f"{cls.__qualname__}) {'; '.join(errors)}")
             PARTICIPATION.add(cls)
+
+    @classmethod
+    def contract_errors(cls, deep: bool = False) -> list[str]:
+        """What this class lacks to be a participation scheme (phrases; empty when nothing):
+        ``draw`` implemented, ``options`` a mapping of JSON schemas (``deep``: valid ones,
+        each default valid), ``normalised`` a bool."""
+        from rfl.registry import option_errors, unimplemented
+
+        missing = unimplemented(cls, ParticipationScheme)
+        out = [f"does not implement {', '.join(missing)}"] if missing else []
+        if not isinstance(cls.normalised, bool):
+            out.append(f"declares normalised = {cls.normalised!r}; allowed: True or False")
+        return out + option_errors(cls.options, deep)
+
+    @classmethod
+    def summary(cls) -> str:
+        """One line for ``rfl list``: its options with defaults and whether weights sum to 1."""
+        options = ", ".join(f"{k}={json.dumps(v['default'])}" if "default" in v else k
+                            for k, v in cls.options.items()) or "none"
+        return f"options: {options}; weights sum to 1: {'yes' if cls.normalised else 'no'}"
 
     def __init__(self, n_agents: int, rng: np.random.Generator, **options):
         self.n_agents = int(n_agents)

@@ -81,17 +81,43 @@ class Problem(abc.ABC):
         super().__init_subclass__(**kwargs)
         if "name" not in cls.__dict__:
             return
-        missing = [m for m in REGISTERED_REQUIRES
-                   if inspect.getattr_static(cls, m) is inspect.getattr_static(Problem, m)]
+        errors = cls.contract_errors()
+        if errors:
+            raise TypeError(f"problem {cls.__dict__['name']!r} ({cls.__module__}.{cls.__qualname__}) "
+                            f"{'; '.join(errors)}")
+        registry.PROBLEMS.add(cls)
+
+    @classmethod
+    def contract_errors(cls, deep: bool = False) -> list[str]:
+        """What this class lacks to be a registered problem (phrases; empty when nothing):
+        ``REGISTERED_REQUIRES`` and the abstract ``cost``, ``egrad`` implemented, a
+        ``manifold_class``, a known ``field``, a ``params_schema`` (``deep``: a valid JSON
+        schema) and ``test_params`` mapping. Checked when a named subclass is created and,
+        with ``deep``, by ``rfl validate`` for every problem a config uses."""
+        missing = registry.unimplemented(cls, Problem, REGISTERED_REQUIRES)
+        missing = [m for m in REGISTERED_REQUIRES if m in missing] + [
+            m for m in missing if m not in REGISTERED_REQUIRES]
         manifold_class = getattr(cls, "manifold_class", None)
         if not (isinstance(manifold_class, type) and issubclass(manifold_class, Manifold)):
             missing.append("manifold_class (a Manifold subclass)")
         if cls.field not in FIELDS:
             missing.append(f"field (one of {', '.join(FIELDS)}, got {cls.field!r})")
-        if missing:
-            raise TypeError(f"problem {cls.__dict__['name']!r} ({cls.__module__}.{cls.__qualname__}) "
-                            f"must declare: {', '.join(missing)}")
-        registry.PROBLEMS.add(cls)
+        out = [f"must declare: {', '.join(missing)}"] if missing else []
+        out += registry.schema_errors("params_schema", cls.params_schema, deep)
+        if not isinstance(cls.test_params, dict):
+            out.append(f"declares test_params as {type(cls.test_params).__name__}; allowed: a mapping")
+        return out
+
+    @classmethod
+    def summary(cls) -> str:
+        """One line for ``rfl list``: its manifold, field and params (``?``: optional)."""
+        manifold = getattr(cls, "manifold_class", None)
+        props = cls.params_schema.get("properties", {}) if isinstance(cls.params_schema, dict) else {}
+        required = set(cls.params_schema.get("required", ())) if props else set()
+        params = ", ".join(k if k in required else f"{k}?" for k in props) or "any"
+        raw = f"; raw inputs: {', '.join(cls.raw_inputs)}" if cls.raw_inputs else ""
+        return (f"manifold: {getattr(manifold, 'name', manifold)}; field: {cls.field}; "
+                f"params: {params}{raw}")
 
     @classmethod
     def generate(cls, rng: np.random.Generator, *inputs, **params) -> dict:

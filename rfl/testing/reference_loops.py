@@ -44,13 +44,54 @@ def single_point_maps(manifold_name: str):
 
 
 def single_point_ops(manifold):
-    """The single-point maps of ``manifold``'s geometry (retraction and transport by name);
-    NotImplementedError when there are none for it."""
+    """The single-point maps of ``manifold``'s geometry (retraction and transport by name):
+    the independent ones registered for its name with ``single_point_maps`` (pymanopt's or
+    the paper's formulas) where they cover its geometry, else the manifold's own batched maps
+    applied to one point at a time (``PointwiseOps``; the manifold contract checks those
+    maps, so a plug-in manifold needs no registration for the strategy contract)."""
     factory = SINGLE_POINT_OPS.get(manifold.name)
-    if factory is None:
-        raise NotImplementedError(f"no single-point reference maps for {manifold.name}; "
-                                  f"available: {', '.join(SINGLE_POINT_OPS)}")
-    return factory(manifold)
+    if factory is not None:
+        try:
+            return factory(manifold)
+        except NotImplementedError:                  # a geometry the independent maps lack
+            pass
+    return PointwiseOps(manifold)
+
+
+class PointwiseOps:
+    """A batched manifold's maps on single points (an agents axis of length one added and
+    removed): the oracle's maps for a manifold without independent single-point maps."""
+
+    def __init__(self, manifold):
+        self.m = manifold
+
+    def euclidean_to_riemannian_gradient(self, x, g):
+        return self.m.euclidean_to_riemannian_gradient(x[None], g[None])[0]
+
+    def retraction(self, x, u):
+        return self.m.retraction(x[None], u[None])[0]
+
+    def transport(self, x, y, u):
+        return self.m.transport(x[None], y[None], u[None])[0]
+
+    def exp(self, x, u):
+        return self.m.exp(x[None], u[None])[0]
+
+    def log(self, x, y):
+        return self.m.log(x[None], y[None])[0]
+
+    def tangent_exp(self, x, u):
+        return self.m.tangent_exp(x[None], u[None])[0]
+
+    def tangent_log(self, x, y):
+        return self.m.tangent_log(x[None], y[None])[0]
+
+    @property
+    def project(self):
+        """P_M on one point, or None where the manifold has no nearest point."""
+        if not self.m.offers("nearest_point"):
+            return None
+        return lambda x: self.m.nearest_point(x[None])[0]
 
 
 # ---- single-point maps ------------------------------------------------------------

@@ -12,16 +12,26 @@ problem's field among its ``fields``; ``CONTRACT_PROBLEMS``):
 * determinism: the same seed gives the same iterates and counters, another seed other ones;
 * every iterate is finite and on the manifold.
 
-A strategy without a reference loop, or without a problem it applies to, is skipped with
-the reason. A plug-in tests its strategy by subclassing in its own test module::
+The reference loop runs on single points through ``single_point_ops``: pymanopt's or the
+paper's maps for the built-in manifolds, the manifold's own batched maps one point at a time
+for any other (a plug-in manifold needs nothing registered).
 
-    from rfl.testing.strategy import StrategyContract
+Over the whole registry (``strategies`` None), a strategy without a reference loop, or
+without a problem it applies to, is skipped with the reason. A plug-in tests its strategy by
+subclassing in its own test module; a strategy named there must have both, else its tests
+fail saying which hook to define::
+
+    from rfl.testing.reference_loops import reference_loop
+    from rfl.testing.strategy import CONTRACT_PROBLEMS, ContractProblem, StrategyContract
+
+    @reference_loop("mystrategy")            # the oracle: one agent, one point at a time
+    def my_loop(problem, x1, step_size, K, rounds, sampler, ops=None, **options): ...
 
     class TestMyStrategy(StrategyContract):
         strategies = ["mystrategy"]          # default: every registered federated strategy
+        problems = CONTRACT_PROBLEMS + [ContractProblem("mine", make, alpha)]   # optional
 
-(and ``problems = StrategyContract.problems + [ContractProblem(...)]`` for a problem of its
-own). The geometry is the problem's default unless the ``ContractProblem`` sets it.
+The geometry is the problem's default unless the ``ContractProblem`` sets it.
 """
 
 from __future__ import annotations
@@ -140,6 +150,9 @@ class StrategyContract:
     # ---- helpers ----------------------------------------------------------------------
     def setup_case(self, case: Case):
         if case.skip:
+            if self.strategies is not None:          # a strategy named for the contract: fail
+                pytest.fail(f"{case.skip}; add a ContractProblem it applies to: problems = "
+                            f"CONTRACT_PROBLEMS + [ContractProblem(name, make, alpha, geometry)]")
             pytest.skip(case.skip)
         from rfl.registry import ALGORITHMS
         return ALGORITHMS[case.name], case.problem.build()
@@ -171,16 +184,15 @@ class StrategyContract:
     @pytest.mark.parametrize("partial", [False, True], ids=["all-agents", "partial"])
     def test_matches_reference_loop(self, case, partial):
         from rfl.algorithms import AgentSampler, Fixed
-        from rfl.testing.reference_loops import REFERENCE_LOOPS, single_point_ops
+        from rfl.testing.reference_loops import REFERENCE_LOOPS
         cls, problem = self.setup_case(case)
         loop = REFERENCE_LOOPS.get(case.name)
         if loop is None:
-            pytest.skip(f"{case.name}: no reference loop registered "
-                        f"(rfl.testing.reference_loops.REFERENCE_LOOPS)")
-        try:
-            single_point_ops(problem.manifold)
-        except NotImplementedError as exc:
-            pytest.skip(f"{case.name} on {case.problem.name}: {exc}")
+            why = (f"{case.name}: no reference loop registered; define one with "
+                   f"@rfl.testing.reference_loops.reference_loop({case.name!r}) in the test module")
+            if self.strategies is not None:          # a strategy named for the contract: fail
+                pytest.fail(why)
+            pytest.skip(why)
         s = self.partial(problem) if partial else None
         alg = self.build(cls, case, problem, s)
         x0 = self.x0(problem)
