@@ -16,7 +16,9 @@
     rfl lsa SPEC OUT.csv RUN.csv... --figures FIG.pdf...
                                                 FedLSA vs SCAFFLSA with the predicted bias: the
                                                 table, one figure per setting of the spec (in order)
-    rfl reproduction SPEC OUT.md                the computed reproduction report
+    rfl reproduction SPEC OUT.md                the computed reproduction report; beside it
+                                                claims.json, OUT.html and claims/<page>.html
+                                                (the HTML report's pages, one per figure)
     rfl performance SPEC OUT.csv BENCH.tsv...   CPU seconds per rule kind and experiment (csv, md)
                                                 from the jobs' benchmark records and logs
     rfl perf-table PERF.csv [--readme README.md]
@@ -222,7 +224,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("runs", nargs="*", type=_run_table)
     p.add_argument("--figures", nargs="+", required=True, metavar="FIG.pdf",
                    help="one PDF per setting of the spec, in the spec's order (PNG beside each)")
-    p = sub.add_parser("reproduction", help="write the reproduction report")
+    p = sub.add_parser("reproduction", help="write the reproduction report, claims.json and the claim pages")
     p.add_argument("spec", type=_existing)
     p.add_argument("out_md")
     p = sub.add_parser("performance", help="write the CPU seconds per rule kind and experiment")
@@ -270,7 +272,7 @@ _OUTPUTS = {
     "fetch-source": (("out",), ()),
     "table1": (("out_csv",), (".md", ".tex")), "table2": (("out_csv",), (".md", ".tex")),
     "heterogeneity": (("out_pdf", "out_csv"), (".png", ".md")),
-    "lsa": (("out_csv", "figures"), (".png", ".md")), "reproduction": (("out_md",), ()),
+    "lsa": (("out_csv", "figures"), (".png", ".md")), "reproduction": (("out_md",), (".html",)),
     "performance": (("out_csv",), (".md",)),
 }
 
@@ -503,6 +505,8 @@ def _main(argv: list[str]) -> int:
                 for path in paths:
                     read_run_table(path)
             write_report(spec, args.out_md)
+            from rfl.reporting.claim_pages import write_pages
+            write_pages(spec["config"], args.out_md)
         elif args.command == "performance":
             from rfl.reporting.performance import PerfInputError, write_performance
             _work_starts()

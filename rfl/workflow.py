@@ -9,7 +9,8 @@ Output layout, under ``config["output_dir"]`` (OUT):
     results/specs/...            the resolved config, one JSON per job (written at parse time)
     results/data|reference/{dataset}/{instance}.npz
     results/runs/{experiment}/{run_id}.csv (+ .meta.json)
-    figures/, paper_tables/      figures, tables, REPRODUCTION.md
+    figures/, paper_tables/      figures, tables, REPRODUCTION.md (+ .html, claims.json)
+    paper_tables/claims/         the HTML report's claim pages, one per figure (claim_pages)
     results/benchmarks/...       one Snakemake benchmark record per job (named as its log)
     logs/                        one log per job (its stdout and stderr)
 """
@@ -169,8 +170,22 @@ class Plan:
     def targets(self) -> list[str]:
         """Everything the config asks for (rule all)."""
         return ([f for name in self.figures for f in self.figure_files(name)]
-                + self.report_inputs() + [self.path("paper_tables/REPRODUCTION.md")]
-                + self.performance_outputs())
+                + self.report_inputs() + self.reproduction_outputs()
+                + [p for p, _, _ in self.claim_pages()] + self.performance_outputs())
+
+    def reproduction_outputs(self) -> list[str]:
+        """REPRODUCTION.md, its HTML rendering and claims.json (the reproduction rule's files
+        beside the claim pages)."""
+        return [self.path(f"paper_tables/{f}") for f in ("REPRODUCTION.md", "REPRODUCTION.html", "claims.json")]
+
+    def claim_pages(self) -> list[tuple[str, str, str]]:
+        """(path, report category, report subcategory) of every claim page of the HTML report:
+        one per figure, one per section of the claims that name no figure
+        (rfl/reporting/claim_pages.py)."""
+        from rfl.reporting.claim_pages import page_path, pages
+        md = self.path("paper_tables/REPRODUCTION.md")
+        return [(str(page_path(md, name)), p["category"], p["subcategory"])
+                for name, p in pages(self.config).items()]
 
     def performance_outputs(self) -> list[str]:
         return [self.path("paper_tables/performance.csv"), self.path("paper_tables/performance.md")]
