@@ -34,6 +34,8 @@ FIGURE_EXTENSIONS = ("pdf", "png")
 # Every job: BLAS threads pinned to the rule's threads (no oversubscription under --cores N),
 # no progress lines in the logs, and the job's CPU seconds as the log's last line
 # (rfl.reporting.performance reads them).
+#: the ``shows`` label of a figure's claim page in the report
+CLAIMS_SHOWS = "claims, verdicts and the config of its runs"
 PIN = "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS={threads} MKL_NUM_THREADS={threads} RFL_PROGRESS=0 RFL_CPU_RECORD=1 "
 
 
@@ -171,21 +173,25 @@ class Plan:
         """Everything the config asks for (rule all)."""
         return ([f for name in self.figures for f in self.figure_files(name)]
                 + self.report_inputs() + self.reproduction_outputs()
-                + [p for p, _, _ in self.claim_pages()] + self.performance_outputs())
+                + [p for p, *_ in self.claim_pages()] + self.performance_outputs())
 
     def reproduction_outputs(self) -> list[str]:
         """REPRODUCTION.md, its HTML rendering and claims.json (the reproduction rule's files
         beside the claim pages)."""
         return [self.path(f"paper_tables/{f}") for f in ("REPRODUCTION.md", "REPRODUCTION.html", "claims.json")]
 
-    def claim_pages(self) -> list[tuple[str, str, str]]:
-        """(path, report category, report subcategory) of every claim page of the HTML report:
-        one per figure, one per section of the claims that name no figure
-        (rfl/reporting/claim_pages.py)."""
+    def claim_pages(self) -> list[tuple[str, str, str, dict | None]]:
+        """(path, report category, subcategory, labels) of every claim page of the HTML report:
+        one per figure, beside the figure (its category, subcategory = the figure), one per
+        section of the claims that name no figure (rfl/reporting/claim_pages.py)."""
         from rfl.reporting.claim_pages import page_path, pages
         md = self.path("paper_tables/REPRODUCTION.md")
-        return [(str(page_path(md, name)), p["category"], p["subcategory"])
-                for name, p in pages(self.config).items()]
+        out = []
+        for name, p in pages(self.config).items():
+            labels = ({"figure": name, "title": f"{p['title']}: its claims", "shows": CLAIMS_SHOWS}
+                      if "figure" in p else None)
+            out.append((str(page_path(md, name)), p["category"], p["subcategory"], labels))
+        return out
 
     def performance_outputs(self) -> list[str]:
         return [self.path("paper_tables/performance.csv"), self.path("paper_tables/performance.md")]
@@ -228,7 +234,10 @@ class Plan:
         return self.figures[wildcards.figure]["report_category"]
 
     def figure_labels(self, wildcards) -> dict:
-        return {"figure": wildcards.figure, "title": self.figures[wildcards.figure]["title"]}
+        """The figure's labels in the report; its claim page (claim_pages) has the same keys,
+        another title and ``shows``, so the report lists the two as two rows."""
+        return {"figure": wildcards.figure, "title": self.figures[wildcards.figure]["title"],
+                "shows": "the figure"}
 
     def table2_runs(self) -> list[str]:
         t2 = self.tables.get("table2", {})

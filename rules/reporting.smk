@@ -125,8 +125,8 @@ rule reproduction:
         md=PLAN.path("paper_tables/REPRODUCTION.md"),
         html=report(PLAN.path("paper_tables/REPRODUCTION.html"), category="Reproduction report"),
         claims=PLAN.path("paper_tables/claims.json"),
-        pages=[report(path, category=category, subcategory=subcategory)
-               for path, category, subcategory in PLAN.claim_pages()],
+        pages=[report(path, category=category, subcategory=subcategory, labels=labels)
+               for path, category, subcategory, labels in PLAN.claim_pages()],
     log:
         PLAN.log("reproduction"),
     benchmark:
