@@ -506,7 +506,8 @@ def _main(argv: list[str]) -> int:
                     read_run_table(path)
             write_report(spec, args.out_md)
             from rfl.reporting.claim_pages import write_pages
-            write_pages(spec["config"], args.out_md)
+            from rfl.claims.judge import declared
+            write_pages({**spec["config"], "claims": declared(spec)}, args.out_md)
         elif args.command == "performance":
             from rfl.reporting.performance import PerfInputError, write_performance
             _work_starts()

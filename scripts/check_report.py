@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import itertools
 import json
 import os
@@ -63,7 +64,8 @@ class Browser:
                           "Chromium's DevTools port")
         targets = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list"))
         url = next(t["webSocketDebuggerUrl"] for t in targets if t["type"] == "page")
-        self.ws = connect(url, max_size=None, open_timeout=timeout)
+        self._stack = contextlib.ExitStack()
+        self.ws = self._stack.enter_context(connect(url, max_size=None, open_timeout=timeout))
         self.ids = itertools.count(1)
         self.call("Page.enable")
         self.call("Emulation.setDeviceMetricsOverride", width=width, height=height,
@@ -123,7 +125,7 @@ class Browser:
 
     def close(self):
         try:
-            self.ws.close()
+            self._stack.close()
         finally:
             self.proc.terminate()
             try:
@@ -142,8 +144,10 @@ def show_subcategory(browser: Browser, category: str, subcategory: str) -> str:
     browser.eval(f"app.showCategory({_js(category)}), true")
     browser.eval(f"app.setView({{navbarMode: 'subcategory', category: {_js(category)}, "
                  f"subcategory: {_js(subcategory)}}}), true")
-    return browser.wait_for(f"(() => {{ const t = document.body.innerText; "
-                            f"return t.includes({_js(subcategory)}) && t; }})()", f"subcategory {subcategory}")
+    return browser.wait_for(f"app.state.navbarMode === 'subcategory' && app.state.category === {_js(category)} "
+                            f"&& app.state.subcategory === {_js(subcategory)} "
+                            f"&& document.body.innerText.includes({_js(category)}) && document.body.innerText",
+                            f"subcategory {subcategory} of {category}")
 
 
 def show_result(browser: Browser, suffix: str) -> str:

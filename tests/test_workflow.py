@@ -211,6 +211,15 @@ def test_run_resources_count_the_sample_gradients_of_the_job(plan, tmp_path):
 
 
 # ---- figures: labels, styles and order from the declarations --------------------------------
+def test_the_reproduction_spec_keeps_the_claims_in_declaration_order(plan, tmp_path):
+    from rfl.claims.judge import declared
+    io.sync_json(tmp_path / "reproduction.json", plan.table_spec("reproduction"))
+    spec = io.read_json(tmp_path / "reproduction.json")
+    assert list(spec["config"]["claims"]) != list(SMOKE["claims"])      # the file's JSON sorts keys
+    assert list(declared(spec)) == list(SMOKE["claims"])
+    assert list(declared({"config": SMOKE})) == list(SMOKE["claims"])   # a config read from YAML
+
+
 def test_claim_pages_sit_beside_their_figure_in_the_report(plan):
     pages = plan.claim_pages()
     assert [p for p, *_ in pages] == [f".smoke/paper_tables/claims/{f}.html" for f in SMOKE["figures"]]

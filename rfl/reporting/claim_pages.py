@@ -44,7 +44,7 @@ section.claim{border:1px solid #d1d9e0;border-radius:6px;padding:.8rem 1rem;marg
 .badge{display:inline-block;border-radius:1em;padding:.1em .7em;font-size:.85rem;font-weight:600;
 white-space:nowrap;vertical-align:middle;margin-right:.4em}
 .ref{color:#59636e;font-size:.9rem;margin:.1rem 0 .5rem}
-table{border-collapse:collapse;margin:.5rem 0;font-size:.88rem}
+.scroll{overflow-x:auto}table{border-collapse:collapse;margin:.5rem 0;font-size:.85rem}
 th,td{border:1px solid #d1d9e0;padding:.25rem .5rem;text-align:left;vertical-align:top}
 th{background:#f6f8fa}td.num{text-align:right;font-variant-numeric:tabular-nums}
 code{background:#f6f8fa;padding:.05em .3em;border-radius:4px;font-size:.9em}
@@ -131,7 +131,8 @@ def evidence_table(rows: list[dict]) -> str:
     cols = list(dict.fromkeys(k for r in rows for k in r))
     head = "".join(f"<th>{_e(c)}</th>" for c in cols)
     body = "".join("<tr>" + "".join(_cell(r.get(c)) for c in cols) + "</tr>" for r in rows)
-    return f'<table class="evidence"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+    return (f'<div class="scroll"><table class="evidence"><thead><tr>{head}</tr></thead>'
+            f'<tbody>{body}</tbody></table></div>')
 
 
 def claim_html(claim: dict) -> str:
