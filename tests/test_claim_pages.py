@@ -113,14 +113,16 @@ def test_the_four_verdicts_and_measurements_have_distinct_colours():
 
 # ---- the claim's content ----------------------------------------------------------------------
 def test_a_claim_shows_ref_rule_size_decide_and_notes():
-    rec = _record(verdict=UNDECIDED, decide="about 815 rounds at H = 1000", notes=["seed 2 **diverged**"],
+    rec = _record(verdict=UNDECIDED, decide="about 815 rounds at H = 1000",
+                  notes=["seed 2 **diverged**", "", "- K = 1: undecided", "- K = 3: ok"],
                   context="Median over seeds.")
     page = cp.claim_html(rec)
     text = " ".join(_Text(page).text)
     for expected in ("RFedAGS converges linearly", "Theorem 4.3", "linear_rate", "rate below 0.99 per round",
                      "at the paper's size", "about 815 rounds at H = 1000", "Median over seeds."):
         assert expected in text
-    assert "<strong>diverged</strong>" in page        # notes are Markdown
+    assert "<strong>diverged</strong>" in page        # notes are Markdown lines, lists stay lists
+    assert "<li>K = 1: undecided</li>" in page and "<li>K = 3: ok</li>" in page
     assert "What would decide it" in text
     assert "What would decide it" not in cp.claim_html(_record())
 
@@ -152,6 +154,12 @@ def test_the_config_of_the_runs_is_on_the_page():
                      "rule=decaying, alpha0=1.0", "algorithm=rfedags, K=[1, 3]", "algorithm=rfedavg, K=[3]",
                      "retraction=normalize, transport=parallel"):
         assert expected in text, expected
+    # a spec file's JSON sorts keys: the algorithm and the step rule still come first
+    method = {"K": [2], "algorithm": "rfedproj", "server_step": 1.0}
+    cfg["experiments"]["fixed"]["methods"] = [method]
+    cfg["experiments"]["fixed"]["step"] = {"alpha": 0.5, "rule": "fixed"}
+    text = "".join(_Text(cp.run_config_html(cfg, "fixed")).text)
+    assert "algorithm=rfedproj, K=[2], server_step=1.0" in text and "rule=fixed, alpha=0.5" in text
     dl = re.search(r'<h3>Experiment <code>fixed</code></h3><dl class="run">(.*?)</dl>', page).group(1)
     assert "<dt>rounds</dt><dd>40</dd>" in dl and "<dt>batch size</dt><dd>8</dd>" in dl
 

@@ -96,12 +96,8 @@ def _e(text) -> str:
     return html.escape(str(text), quote=True)
 
 
-def _inline_md(text: str) -> str:
-    """One line of Markdown (a claim's note) as inline HTML, raw HTML escaped."""
-    return _markdown().renderInline(text)
-
-
 def _markdown():
+    """CommonMark with tables; raw HTML in the text is escaped, not passed through."""
     from markdown_it import MarkdownIt
     return MarkdownIt("commonmark", {"html": False}).enable("table")
 
@@ -144,7 +140,8 @@ def claim_html(claim: dict) -> str:
     if claim.get("context"):
         parts.append(f"<p>{_e(claim['context'])}</p>")
     parts.append(evidence_table(claim.get("rows") or []))
-    parts += [f"<p>{_inline_md(n)}</p>" for n in claim.get("notes") or []]
+    if claim.get("notes"):          # Markdown lines, as in REPRODUCTION.md (lists stay lists)
+        parts.append(f'<div class="notes">{_markdown().render(chr(10).join(claim["notes"]))}</div>')
     parts.append(f"<p><b>Rule</b> <code>{_e(claim['rule'])}</code>: {_e(claim.get('rule_text', ''))}</p>")
     if claim.get("decide"):
         parts.append(f"<p><b>What would decide it:</b> {_e(claim['decide'])}.</p>")
@@ -152,10 +149,16 @@ def claim_html(claim: dict) -> str:
     return "\n".join(p for p in parts if p)
 
 
+#: keys a config mapping shows first (a spec file's JSON sorts keys alphabetically)
+LEAD_KEYS = ("algorithm", "rule", "scheme")
+
+
 def _compact(v) -> str:
-    """A config value in one line: mappings as ``key=value, ...``, lists in brackets."""
+    """A config value in one line: mappings as ``key=value, ...`` (LEAD_KEYS first), lists in
+    brackets."""
     if isinstance(v, dict):
-        return ", ".join(f"{k}={_compact(x)}" for k, x in v.items())
+        keys = sorted(v, key=lambda k: k not in LEAD_KEYS)
+        return ", ".join(f"{k}={_compact(v[k])}" for k in keys)
     if isinstance(v, list):
         return "[" + ", ".join(_compact(x) for x in v) + "]"
     return str(v)
