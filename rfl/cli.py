@@ -19,7 +19,9 @@
     rfl lsa SPEC OUT.csv RUN.csv... --figures FIG.pdf...
                                                 FedLSA vs SCAFFLSA with the predicted bias: the
                                                 table, one figure per setting of the spec (in order)
-    rfl reproduction SPEC OUT.md                the computed reproduction report
+    rfl reproduction SPEC OUT.md                the computed reproduction report; beside it
+                                                claims.json, OUT.html and claims/<page>.html
+                                                (the HTML report's pages, one per figure)
     rfl performance SPEC OUT.csv BENCH.tsv...   CPU seconds per rule kind and experiment (csv, md)
                                                 from the jobs' benchmark records and logs
     rfl perf-table PERF.csv [--readme README.md]
@@ -268,9 +270,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("runs", nargs="*", type=_run_table, help="run tables (.csv, .meta.json beside)")
     p.add_argument("--figures", nargs="+", required=True, metavar="FIG.pdf",
                    help="one PDF per setting of the spec, in the spec's order (PNG beside each)")
-    p = command("reproduction", "write the reproduction report")
+    p = command("reproduction", "write the reproduction report, claims.json and the claim pages")
     p.add_argument("spec", type=_existing, help=spec_help)
-    p.add_argument("out_md", help="the report written (.md)")
+    p.add_argument("out_md", help="the report written (.md; .html, claims.json and claims/*.html beside)")
     p = command("performance", "write the CPU seconds per rule kind and experiment")
     p.add_argument("spec", type=_existing, help=spec_help)
     p.add_argument("out_csv", help="the table written (.csv, with .md beside)")
@@ -352,7 +354,7 @@ _OUTPUTS = {
     "fetch-source": (("out",), ()),
     "table1": (("out_csv",), (".md", ".tex")), "table2": (("out_csv",), (".md", ".tex")),
     "heterogeneity": (("out_pdf", "out_csv"), (".png", ".md")),
-    "lsa": (("out_csv", "figures"), (".png", ".md")), "reproduction": (("out_md",), ()),
+    "lsa": (("out_csv", "figures"), (".png", ".md")), "reproduction": (("out_md",), (".html",)),
     "performance": (("out_csv",), (".md",)),
 }
 
@@ -597,6 +599,9 @@ def _main(argv: list[str]) -> int:
                 for path in paths:
                     read_run_table(path)
             write_report(spec, args.out_md)
+            from rfl.reporting.claim_pages import write_pages
+            from rfl.claims.judge import declared
+            write_pages({**spec["config"], "claims": declared(spec)}, args.out_md)
         elif args.command == "performance":
             from rfl.reporting.performance import PerfInputError, write_performance
             _work_starts()

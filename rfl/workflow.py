@@ -9,7 +9,8 @@ Output layout, under ``config["output_dir"]`` (OUT):
     results/specs/...            the resolved config, one JSON per job (written at parse time)
     results/data|reference/{dataset}/{instance}.npz
     results/runs/{experiment}/{run_id}.csv (+ .meta.json)
-    figures/, paper_tables/      figures, tables, REPRODUCTION.md
+    figures/, paper_tables/      figures, tables, REPRODUCTION.md (+ .html, claims.json)
+    paper_tables/claims/         the HTML report's claim pages, one per figure (claim_pages)
     results/benchmarks/...       one Snakemake benchmark record per job (named as its log)
     logs/                        one log per job (its stdout and stderr)
 """
@@ -39,6 +40,8 @@ FIGURE_EXTENSIONS = ("pdf", "png")
 # Every job: BLAS threads pinned to the rule's threads (no oversubscription under --cores N),
 # no progress lines in the logs, and the job's CPU seconds as the log's last line
 # (rfl.reporting.performance reads them).
+#: the ``shows`` label of a figure's claim page in the report
+CLAIMS_SHOWS = "claims, verdicts and the config of its runs"
 PIN = "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS={threads} MKL_NUM_THREADS={threads} RFL_PROGRESS=0 RFL_CPU_RECORD=1 "
 
 
@@ -182,8 +185,26 @@ class Plan:
     def targets(self) -> list[str]:
         """Everything the config asks for (rule all)."""
         return ([f for name in self.figures for f in self.figure_files(name)]
-                + self.report_inputs() + [self.path("paper_tables/REPRODUCTION.md")]
-                + self.performance_outputs())
+                + self.report_inputs() + self.reproduction_outputs()
+                + [p for p, *_ in self.claim_pages()] + self.performance_outputs())
+
+    def reproduction_outputs(self) -> list[str]:
+        """REPRODUCTION.md, its HTML rendering and claims.json (the reproduction rule's files
+        beside the claim pages)."""
+        return [self.path(f"paper_tables/{f}") for f in ("REPRODUCTION.md", "REPRODUCTION.html", "claims.json")]
+
+    def claim_pages(self) -> list[tuple[str, str, str, dict | None]]:
+        """(path, report category, subcategory, labels) of every claim page of the HTML report:
+        one per figure, beside the figure (its category, subcategory = the figure), one per
+        section of the claims that name no figure (rfl/reporting/claim_pages.py)."""
+        from rfl.reporting.claim_pages import page_path, pages
+        md = self.path("paper_tables/REPRODUCTION.md")
+        out = []
+        for name, p in pages(self.config).items():
+            labels = ({"figure": name, "title": f"{p['title']}: its claims", "shows": CLAIMS_SHOWS}
+                      if "figure" in p else None)
+            out.append((str(page_path(md, name)), p["category"], p["subcategory"], labels))
+        return out
 
     def performance_outputs(self) -> list[str]:
         return [self.path("paper_tables/performance.csv"), self.path("paper_tables/performance.md")]
@@ -226,7 +247,10 @@ class Plan:
         return self.figures[wildcards.figure]["report_category"]
 
     def figure_labels(self, wildcards) -> dict:
-        return {"figure": wildcards.figure, "title": self.figures[wildcards.figure]["title"]}
+        """The figure's labels in the report; its claim page (claim_pages) has the same keys,
+        another title and ``shows``, so the report lists the two as two rows."""
+        return {"figure": wildcards.figure, "title": self.figures[wildcards.figure]["title"],
+                "shows": "the figure"}
 
     def table2_runs(self) -> list[str]:
         t2 = self.tables.get("table2", {})
@@ -265,7 +289,9 @@ class Plan:
         if name == "performance":
             return {"benchmarks": self.path("results/benchmarks"), "logs": self.path("logs"),
                     "runs": self.path("results/runs"), "configfiles": self.configfiles}
+        # the spec file's JSON sorts keys: the claims' declaration order travels beside them
         return {"config": self.config, "paper": self.paper,
+                "claim_order": list(self.config.get("claims", {})),
                 "runs": {e: self.run_tables(e) for e in self.experiments},
                 "tables": {"table1": self.path("paper_tables/table1_parameters.csv"),
                            "table2": self.path("paper_tables/table2_school_nmse.csv"),

@@ -8,7 +8,7 @@ rule figure:
         runs=PLAN.figure_runs,
     output:
         pdf=report(PLAN.path("figures/{figure}.pdf"), category=PLAN.figure_category,
-                   labels=PLAN.figure_labels),
+                   subcategory="{figure}", labels=PLAN.figure_labels),
         png=PLAN.path("figures/{figure}.png"),
     log:
         PLAN.log("figures/{figure}"),
@@ -114,13 +114,19 @@ rule lsa:
 
 
 rule reproduction:
-    """REPRODUCTION.md: every figure and table against the paper, with verdicts."""
+    """REPRODUCTION.md: every claim against the paper, with verdicts; beside it claims.json, its
+    HTML rendering and one claim page per figure (rfl/reporting/claim_pages.py), shown in
+    `snakemake --report` beside the figure (same category, subcategory = the figure)."""
     input:
         spec=PLAN.spec("tables/reproduction"),
         runs=PLAN.all_run_tables(),
         tables=PLAN.report_inputs(),
     output:
-        report(PLAN.path("paper_tables/REPRODUCTION.md"), category="Reproduction report"),
+        md=PLAN.path("paper_tables/REPRODUCTION.md"),
+        html=report(PLAN.path("paper_tables/REPRODUCTION.html"), category="Reproduction report"),
+        claims=PLAN.path("paper_tables/claims.json"),
+        pages=[report(path, category=category, subcategory=subcategory, labels=labels)
+               for path, category, subcategory, labels in PLAN.claim_pages()],
     log:
         PLAN.log("reproduction"),
     benchmark:
@@ -131,7 +137,7 @@ rule reproduction:
     conda:
         ENV
     shell:
-        pinned("rfl reproduction {input.spec} {output} > {log} 2>&1")
+        pinned("rfl reproduction {input.spec} {output.md} > {log} 2>&1")
 
 
 rule performance:

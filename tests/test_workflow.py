@@ -118,8 +118,12 @@ def test_targets_are_every_configured_figure_and_table(plan):
     assert plan.table2_sensitivity_files() == sensitivity
     spec = plan.table_spec("table2")
     assert spec["protocols"] == ["heldout", "refit_on_test"] and spec["sensitivity"] == ["school_r2"]
-    assert targets[-3:] == [".smoke/paper_tables/REPRODUCTION.md", ".smoke/paper_tables/performance.csv",
-                            ".smoke/paper_tables/performance.md"]
+    # the report, its HTML and claims.json, one claim page per figure (the smoke config's claims
+    # all name a figure), the performance table
+    pages = [f".smoke/paper_tables/claims/{f}.html" for f in SMOKE["figures"]]
+    assert targets[-(5 + len(pages)):] == [".smoke/paper_tables/REPRODUCTION.md", ".smoke/paper_tables/REPRODUCTION.html",
+                                           ".smoke/paper_tables/claims.json", *pages,
+                                           ".smoke/paper_tables/performance.csv", ".smoke/paper_tables/performance.md"]
     cfg = copy.deepcopy(SMOKE)
     del cfg["tables"]["table2"], cfg["heterogeneity"], cfg["lsa"]
     fewer = Plan(cfg, PAPER)
@@ -207,6 +211,34 @@ def test_run_resources_count_the_sample_gradients_of_the_job(plan, tmp_path):
 
 
 # ---- figures: labels, styles and order from the declarations --------------------------------
+def test_the_reproduction_spec_keeps_the_claims_in_declaration_order(plan, tmp_path):
+    from rfl.claims.judge import declared
+    io.sync_json(tmp_path / "reproduction.json", plan.table_spec("reproduction"))
+    spec = io.read_json(tmp_path / "reproduction.json")
+    assert list(spec["config"]["claims"]) != list(SMOKE["claims"])      # the file's JSON sorts keys
+    assert list(declared(spec)) == list(SMOKE["claims"])
+    assert list(declared({"config": SMOKE})) == list(SMOKE["claims"])   # a config read from YAML
+
+
+def test_claim_pages_sit_beside_their_figure_in_the_report(plan):
+    pages = plan.claim_pages()
+    assert [p for p, *_ in pages] == [f".smoke/paper_tables/claims/{f}.html" for f in SMOKE["figures"]]
+    for path, category, subcategory, labels in pages:
+        f = Path(path).stem
+        wc = _wc(figure=f)
+        # the figure's PDF is flagged with the same category, and "{figure}" as subcategory
+        assert (category, subcategory) == (plan.figure_category(wc), f)
+        fig = plan.figure_labels(wc)
+        assert labels.keys() == fig.keys() and labels["figure"] == fig["figure"] == f
+        # Snakemake's report folds two results into one row with a toggle when exactly one
+        # label tells them apart; two labels that differ keep them as two rows
+        assert sum(labels[k] != fig[k] for k in fig) >= 2
+    cfg = copy.deepcopy(SMOKE)
+    cfg["claims"]["lsa"] = {**cfg["claims"]["fig2_linear"], "section": "LSA", "figures": []}
+    path, category, subcategory, labels = Plan(cfg, PAPER).claim_pages()[-1]
+    assert (path, subcategory, labels) == (".smoke/paper_tables/claims/section-lsa.html", "LSA", None)
+
+
 def test_figure_labels_and_metric_labels():
     assert figures.method_label(("rfedags", 4, None)) == "RFedAGS-K=4"
     assert figures.method_label(("rfedags", 4, 10)) == "RFedAGS-K=4, s=10"

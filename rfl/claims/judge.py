@@ -55,9 +55,16 @@ def judge_claim(spec: dict, cid: str, claim: dict) -> dict:
             "size": describe_size(spec["config"], evidence.names())}
 
 
+def declared(spec: dict) -> dict:
+    """The claims of ``spec['config']`` in declaration order: ``spec['claim_order']`` where the
+    spec has it (a spec file's JSON sorts keys), else the config's own order."""
+    claims = spec["config"].get("claims", {})
+    return {cid: claims[cid] for cid in spec.get("claim_order", claims)}
+
+
 def judge_all(spec: dict) -> list[dict]:
     """Every claim of ``spec['config']`` judged, in declaration order."""
-    return [judge_claim(spec, cid, c) for cid, c in spec["config"].get("claims", {}).items()]
+    return [judge_claim(spec, cid, c) for cid, c in declared(spec).items()]
 
 
 def _md(text: str) -> str:
