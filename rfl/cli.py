@@ -315,8 +315,8 @@ def list_components(registries) -> str:
             summary = getattr(cls, "summary", None)
             text = (summary() if callable(summary) else summary if isinstance(summary, str) and summary
                     else (cls.__doc__ or "").strip().split("\n")[0])
-            params = getattr(cls, "params_schema", {}).get("properties", {})   # (a claim rule's)
-            if params:
+            params = getattr(cls, "params_schema", {}).get("properties", {})
+            if params and isinstance(summary, str):             # a claim rule's thresholds
                 text += "; params: " + ", ".join(
                     f"{k}={v['default']!r}" if "default" in v else f"{k} (required)" for k, v in params.items())
             lines.append(f"  {name}  [{registry.origin(name)}]")

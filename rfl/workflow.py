@@ -291,7 +291,7 @@ class Plan:
                     "runs": self.path("results/runs"), "configfiles": self.configfiles}
         # the spec file's JSON sorts keys: the claims' declaration order travels beside them
         return {"config": self.config, "paper": self.paper,
-                "claim_order": list(self.config.get("claims", {})),
+                "claim_order": list(self.config.get("claims", {})), "configfiles": self.configfiles,
                 "runs": {e: self.run_tables(e) for e in self.experiments},
                 "tables": {"table1": self.path("paper_tables/table1_parameters.csv"),
                            "table2": self.path("paper_tables/table2_school_nmse.csv"),

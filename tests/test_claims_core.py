@@ -153,6 +153,23 @@ def test_judge_all_the_declared_figure1_claims(tmp_path):
     assert by["fig1a_linear"]["params"] == RULES["linear_rate"].defaults()
 
 
+def test_a_toy_size_config_calls_every_claim_undecided_and_keeps_what_the_rule_gave(tmp_path):
+    spec = _figure1_spec(tmp_path)
+    spec["config"]["toy_size"] = True
+    results = judge_all(spec)
+    assert {r["verdict"] for r in results} == {UNDECIDED}
+    for r in results:
+        assert r["notes"][-1] == f"At toy size the rule gives: {REPRODUCED} (no evidence about the paper)."
+        assert "config/config.yaml" in r["decide"] and "config/paper.yaml" in r["decide"]
+    from rfl.reporting.reproduction import provenance
+    spec["configfiles"], spec["config"]["output_dir"] = ["config/smoke.yaml"], ".smoke/"
+    head = provenance(spec)
+    assert head[0].startswith("**Toy size.** `config/smoke.yaml` runs every experiment at toy size")
+    assert "- config: `config/smoke.yaml` (outputs under `.smoke/`)" in head
+    spec["config"]["toy_size"] = False
+    assert not any("Toy size" in line for line in provenance(spec))
+
+
 def test_a_claim_without_runs_is_undecided(tmp_path):
     spec = _figure1_spec(tmp_path)
     spec["runs"] = {"cpesph_fixed": [], "cpesph_decaying": []}
@@ -165,6 +182,7 @@ class _Level(Rule):
     """A throw-away measurement: the first K's first value, no verdict."""
 
     name = "test_level_measurement"
+    summary = "the first K's first value"
     judges = False
 
     def describe(self, p):

@@ -411,6 +411,7 @@ def test_the_smoke_configs_school_claims_at_r_2(tmp_path):
     (r = 3, 4, 5) stay undecided and say which runs would decide them."""
     config = rflconfig.load("config/smoke.yaml")
     config["claims"] = {c: x for c, x in config["claims"].items() if c.startswith("school_")}
+    config["toy_size"] = False         # what the rules give (toy_size: tests/test_claims_core.py)
     t = pd.concat([table2(gap_cells(2, 0.01, avg=0.001), protocol=p) for p in ("heldout", "refit_on_test")],
                   ignore_index=True)
     spec = spec_for(tmp_path, t, config=config, sensitivity=_sensitivity())

@@ -46,6 +46,8 @@ def judge_claim(spec: dict, cid: str, claim: dict) -> dict:
                               decide="run its experiments")
     else:
         judgement = rule.judge(evidence, params)
+    if spec["config"].get("toy_size") and judgement.verdict is not None:
+        judgement = toy(judgement)
     return {"id": cid, "section": claim["section"], "ref": claim.get("ref", ""),
             "statement": claim["statement"], "context": claim.get("context", ""),
             "rule": claim["rule"], "params": params, "rule_text": rule.describe(params),
@@ -53,6 +55,16 @@ def judge_claim(spec: dict, cid: str, claim: dict) -> dict:
             "verdict": judgement.verdict, "rows": judgement.rows, "notes": judgement.notes,
             "decide": judgement.decide,
             "size": describe_size(spec["config"], evidence.names())}
+
+
+def toy(judgement: Judgement) -> Judgement:
+    """A judgement of a toy-size config (``toy_size: true``): its sizes decide nothing, so the
+    verdict is undecided; what the rule gave at toy size is kept as a note."""
+    return Judgement(UNDECIDED, judgement.rows,
+                     judgement.notes + [f"At toy size the rule gives: {judgement.verdict} (no evidence "
+                                        f"about the paper)."],
+                     "the same claim at the default config's size (config/config.yaml) or the "
+                     "paper's (config/paper.yaml)")
 
 
 def declared(spec: dict) -> dict:

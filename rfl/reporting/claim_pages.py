@@ -64,7 +64,7 @@ def pages(config: dict) -> dict[str, dict]:
     one per section of the claims that name no figure of the config (``section``, category
     NO_FIGURE_CATEGORY), in declaration order; each with the ids of its ``claims``."""
     figures = config.get("figures", {})
-    out = {f: {"figure": f, "title": fig["title"], "category": fig.get("report_category", "Figures"),
+    out = {f: {"figure": f, "title": fig.get("title", f), "category": fig.get("report_category", "Figures"),
                "subcategory": f, "claims": []} for f, fig in figures.items()}
     by_section: dict[str, dict] = {}
     for cid, claim in config.get("claims", {}).items():

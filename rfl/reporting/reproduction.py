@@ -263,7 +263,16 @@ def provenance(spec: dict) -> list[str]:
     n_runs = sum(len(v) for v in spec["runs"].values())
     diverged = [p for paths in spec["runs"].values() for p in paths
                 if io.read_json(io.run_meta_path(p))["status"] != "ok"]
-    out = [f"- runs: {n_runs} ({len(diverged)} diverged"
+    files = spec.get("configfiles") or ["config/config.yaml"]
+    out = []
+    if spec["config"].get("toy_size"):
+        out += [f"**Toy size.** `{', '.join(files)}` runs every experiment at toy size to exercise the "
+                "workflow: its sizes decide nothing, so every claim below is undecided, with what "
+                "its rule gave at toy size. The evidence about the paper is the default config's "
+                "report (`config/config.yaml`) or the paper-size one (`config/paper.yaml`).", ""]
+    out += [f"- config: {', '.join(f'`{f}`' for f in files)}"
+            + (f" (outputs under `{spec['config']['output_dir']}`)" if spec["config"].get("output_dir") else ""),
+            f"- runs: {n_runs} ({len(diverged)} diverged"
            + (": " + ", ".join(Path(p).stem for p in diverged[:10]) if diverged else "") + ")",
            f"- code: commit(s) {', '.join(commits)}",
            "- versions: " + ", ".join(f"{k} {v}" for k, v in sorted(versions.items())),
