@@ -2,7 +2,7 @@
 
 Every input here is made in the test with a known answer: excess risks that are exactly
 r^t (with or without a floor), decaying runs that end a known factor below or above the
-fixed ones, Table 2 and FedLSA tables with chosen differences. Each rule is checked on both
+fixed ones, Table 2 with chosen differences. Each rule is checked on both
 sides of each of its thresholds, and on the inputs that could crash it or pass silently:
 runs that diverged (after one round or later), runs of one round or none after round 0,
 rows without a value. The files have the runner's format (a table with its columns and
@@ -62,7 +62,7 @@ def write_run(root, experiment, values, *, name="rfedags", K=1, participation=No
 
 
 def spec_for(root, runs: dict, *, table1=(), figures=None, datasets=None, experiments=None,
-             table2=None, lsa=None, lsa_config=None):
+             table2=None):
     """The spec ``rfl reproduction`` reads (the keys the Snakefile writes)."""
     config = {"tables": {"table1": {"rows": list(table1)}}, "figures": figures or {},
               "datasets": datasets or {}, "experiments": experiments or {}}
@@ -71,10 +71,6 @@ def spec_for(root, runs: dict, *, table1=(), figures=None, datasets=None, experi
         path = root / "table2.csv"
         io.write_table(path, table2)
         tables["table2"], config["tables"]["table2"] = str(path), {"experiments": {}}
-    if lsa is not None:
-        path = root / "fedlsa_bias.csv"
-        io.write_table(path, lsa)
-        tables["lsa"], config["lsa"] = str(path), lsa_config or {"tail": 0.1}
     return {"config": config, "paper": {}, "runs": runs, "tables": tables}
 
 
@@ -641,74 +637,6 @@ def test_school_sensitivity_and_closest_protocol_lines(tmp_path):
     assert not any("sensitivity" in c or "step" in c for _, c, _ in rep.summary)
 
 
-# ---- FedLSA / SCAFFLSA ------------------------------------------------------------------------
-def lsa_table(cells):
-    """cells: (setting, N, H, rel_error, window_ratio, scafflsa_factor[, scafflsa_last])."""
-    rows = []
-    for c in cells:
-        setting, N, H, rel, ratio, factor = c[:6]
-        last = c[6] if len(c) > 6 else 1e-6
-        pred = 2.0 if H > 1 else 0.0
-        plateau = pred * (1 + rel) if np.isfinite(rel) else (np.inf if rel == np.inf else np.nan)
-        rows.append({"setting": setting, "N": N, "eta": 0.1, "H": H, "oracle": "exact", "batch_size": 1,
-                     "rounds": 100, "initial": 10.0, "predicted_bias_sq": pred, "fedlsa_plateau": plateau,
-                     "rel_error": rel if H > 1 else np.nan, "fedlsa_window_ratio": ratio,
-                     "scafflsa_last": last, "scafflsa_window_ratio": 1.0, "scafflsa_factor": factor,
-                     "fedlsa_seeds": 2, "scafflsa_seeds": 2})
-    return pd.DataFrame(rows)
-
-
-def lsa(tmp_path, cells):
-    spec = spec_for(tmp_path, {}, lsa=lsa_table(cells))
-    rep = Report()
-    R.lsa_section(rep, spec)
-    return verdicts(rep), "\n".join(rep.lines)
-
-
-@pytest.mark.parametrize("rel, ratio, want", [
-    (0.009, 1.0, REPRODUCED), (0.01, 1.0, REPRODUCED), (0.011, 1.0, NOT),
-    (0.0, 1.009, REPRODUCED), (0.0, 1.011, NOT), (0.0, 0.989, NOT), (0.0, 0.991, REPRODUCED)])
-def test_fedlsa_plateau_against_the_prediction(tmp_path, rel, ratio, want):
-    cells = [("heterogeneous", 10, 2, rel, ratio, 1e6), ("heterogeneous", 10, 1, np.nan, 5.0, 1e6)]
-    v, _ = lsa(tmp_path, cells)                  # the H = 1 cell (bias 0) is not judged
-    assert v["FedLSA plateau = predicted bias"] == want
-
-
-def test_fedlsa_partly_and_missing(tmp_path):
-    ok, bad = ("heterogeneous", 10, 4, 0.001, 1.0, 1e6), ("homogeneous", 10, 4, 0.5, 1.0, 1e6)
-    assert lsa(tmp_path, [ok, bad])[0]["FedLSA plateau = predicted bias"] == PARTLY
-    nopred = ("homogeneous", 10, 8, np.nan, 1.0, 1e6)
-    assert lsa(tmp_path / "b", [ok, nopred])[0]["FedLSA plateau = predicted bias"] == PARTLY
-    assert lsa(tmp_path / "c", [nopred])[0]["FedLSA plateau = predicted bias"] == INSUFFICIENT
-    diverged = ("homogeneous", 10, 8, np.inf, 1.0, 1e6)
-    assert lsa(tmp_path / "d", [diverged])[0]["FedLSA plateau = predicted bias"] == NOT
-
-
-@pytest.mark.parametrize("factors, want", [
-    ((100.0, 1e4), REPRODUCED), ((99.9, 1e4), PARTLY), ((99.9, 2.0), NOT), ((0.5, 1e3), PARTLY)])
-def test_scafflsa_factor(tmp_path, factors, want):
-    cells = [("heterogeneous", 10, H, 0.0, 1.0, f) for H, f in zip((2, 8), factors)]
-    cells.append(("heterogeneous", 10, 1, np.nan, 1.0, 1e-3))       # H = 1: not judged
-    cells.append(("homogeneous", 10, 4, 0.0, 1.0, 1e-3))           # homogeneous: not judged
-    v, text = lsa(tmp_path, cells)
-    assert v["SCAFFLSA removes the heterogeneity bias"] == want
-    if 0.5 in factors:
-        assert "SCAFFLSA's error is 2x FedLSA's" in text
-
-
-def test_scafflsa_without_a_curve_is_no_pass(tmp_path):
-    """A cell without SCAFFLSA runs (last value NaN, factor inf in the table) or with a
-    diverged FedLSA (plateau inf) shows nothing about SCAFFLSA."""
-    nosc = ("heterogeneous", 10, 4, 0.0, 1.0, np.inf, np.nan)
-    assert lsa(tmp_path, [nosc])[0]["SCAFFLSA removes the heterogeneity bias"] == INSUFFICIENT
-    fed_div = ("heterogeneous", 10, 4, np.inf, 1.0, np.inf)
-    v, text = lsa(tmp_path / "b", [fed_div, ("heterogeneous", 10, 8, 0.0, 1.0, 1e4)])
-    assert v["SCAFFLSA removes the heterogeneity bias"] == PARTLY
-    assert "lack a finite FedLSA plateau" in text
-    sc_div = ("heterogeneous", 10, 4, 0.0, 1.0, 0.0, np.inf)
-    assert lsa(tmp_path / "c", [sc_div])[0]["SCAFFLSA removes the heterogeneity bias"] == NOT
-
-
 # ---- heterogeneity: measurements only ---------------------------------------------------------
 def test_heterogeneity_section_reports_without_a_verdict(tmp_path):
     rows = [{"problem": "CPESph", "method": m, "participation": s, "K": K, "mean": v, "std": 0.0,
@@ -727,7 +655,7 @@ def test_heterogeneity_section_reports_without_a_verdict(tmp_path):
 
 # ---- the report through the command line ------------------------------------------------------
 def test_rfl_reproduction_end_to_end(tmp_path):
-    """Figure 1 with a fixed run that diverges after one round, Figure 2, School and FedLSA,
+    """Figure 1 with a fixed run that diverges after one round, Figure 2 and School,
     written by ``rfl reproduction``: the summary carries every verdict and the report names
     the diverged run."""
     T = 40
@@ -744,8 +672,7 @@ def test_rfl_reproduction_end_to_end(tmp_path):
                     figures={"f2": {"experiment": "mt", "metrics": ["subspace_dist"], "title": "x"}},
                     datasets={"mt": {"problem": "multitask"}}, experiments={"mt": {"dataset": "mt"}},
                     table2=school_table({**{k: p + 0.01 for k, p in PAPER_CELLS.items()},
-                                         (3, "RFedAvg"): 0.519}, PAPER_CELLS),
-                    lsa=lsa_table([("heterogeneous", 10, 4, 0.001, 1.0, 1e3)]))
+                                         (3, "RFedAvg"): 0.519}, PAPER_CELLS))
     path = tmp_path / "reproduction.json"
     path.write_text(json.dumps(spec))
     out = tmp_path / "REPRODUCTION.md"
@@ -762,8 +689,6 @@ def test_rfl_reproduction_end_to_end(tmp_path):
         ("Fig. 3 / Table 2", "RFedAGS comparable to centralised [heldout]"): PARTLY,   # r = 3: 9%, r = 4: 1.4%
         ("Table 2", "ordering over r [heldout]"): REPRODUCED,
         ("Table 2", "published NMSE values [heldout]"): REPRODUCED,
-        ("FedLSA / TD(0)", "FedLSA plateau = predicted bias"): REPRODUCED,
-        ("SCAFFLSA / TD(0)", "SCAFFLSA removes the heterogeneity bias"): REPRODUCED,
     }
     text = out.read_text()
     assert "- runs: 7 (1 diverged: rfedags_K4_seed0)" in text
@@ -924,30 +849,6 @@ def test_school_section_needs_the_table2_config(tmp_path):
     rep = Report()
     R.school_section(rep, spec)
     assert rep.lines == []
-
-
-def test_lsa_thresholds_are_inclusive(tmp_path, monkeypatch):
-    monkeypatch.setattr(R, "LSA_REL_TOL", 0.25)
-    v, _ = lsa(tmp_path, [("heterogeneous", 10, 2, 0.25, 1.25, 1e6)])
-    assert v["FedLSA plateau = predicted bias"] == REPRODUCED
-    v, _ = lsa(tmp_path / "b", [("heterogeneous", 10, 2, 0.25, 0.75, 1e6)])
-    assert v["FedLSA plateau = predicted bias"] == REPRODUCED
-
-
-def test_lsa_report_lines(tmp_path):
-    cells = [("heterogeneous", 10, 2, 0.011, 1.0, 1.0, 1e-20), ("heterogeneous", 10, 4, 0.002, 1.0, 2e3),
-             ("heterogeneous", 10, 1, np.nan, 1.0, 1.0)]
-    table = lsa_table(cells)
-    table.loc[1, "scafflsa_window_ratio"] = 1.5
-    spec = spec_for(tmp_path, {}, lsa=table)
-    rep = Report()
-    R.lsa_section(rep, spec)
-    text = "\n".join(rep.lines)
-    assert "1 of 2 cells with H > 1 agree; the largest relative error is 1.10e-02 (heterogeneous, N = 10, H = 2" in text
-    assert "- H = 1 (heterogeneous, N = 10): the bias is 0" in text
-    assert "after 100 rounds (round-off level): SCAFFLSA lowers the error by a factor 1." in text
-    assert "(still decreasing at the last round: more rounds would lower it): SCAFFLSA lowers the error by a factor 2e+03" in text
-    assert verdicts(rep)["SCAFFLSA removes the heterogeneity bias"] == PARTLY
 
 
 def test_decaying_vs_fixed_from_the_same_starting_point(tmp_path):
