@@ -70,8 +70,8 @@ class BiasMatchesPrediction(Rule):
         rows, cases, notes, decide = [], [], [], []
         exact = t[t["oracle"] == "exact"]
         if len(exact) < len(t):
-            notes.append(f"{len(t) - len(exact)} cell(s) of the pool oracle are not judged here: their "
-                         "plateau carries the mini-batch noise (bias^2 + variance).")
+            notes += (f"{len(t) - len(exact)} cell(s) of the pool oracle are not judged here: their "
+                         "plateau carries the mini-batch noise (bias^2 + variance).", "")
         biased = exact[exact["H"] > 1]
         for _, r in biased.iterrows():
             outcome, why = case(r, tol)
@@ -91,9 +91,9 @@ class BiasMatchesPrediction(Rule):
         errors = biased["rel_error"].dropna()
         if len(errors):
             w = biased.loc[errors.idxmax()]
-            notes.insert(0, f"{cases.count(OK)} of {len(biased)} cells with H > 1 agree; the largest "
-                            f"relative error is {w['rel_error']:.2e} ({where(w, eta=False)}: predicted "
-                            f"{w['predicted_bias_sq']:.4g}, measured {w['fedlsa_plateau']:.4g}).")
+            notes[:0] = [f"{cases.count(OK)} of {len(biased)} cells with H > 1 agree; the largest "
+                         f"relative error is {w['rel_error']:.2e} ({where(w, eta=False)}: predicted "
+                         f"{w['predicted_bias_sq']:.4g}, measured {w['fedlsa_plateau']:.4g}).", ""]
         for _, r in exact[exact["H"] == 1].iterrows():
             notes.append(f"- H = 1 ({r['setting']}, N = {int(r['N'])}): the bias is 0 (FedLSA with one "
                          f"local step is unbiased); its plateau is {r['fedlsa_plateau']:.2e}.")
