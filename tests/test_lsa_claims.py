@@ -114,6 +114,9 @@ def test_a_claim_reads_the_cells_of_its_experiments_only(tmp_path):
     del cfg["datasets"]["d0"]["params"]["oracle"]
     assert lsa_cells.experiment_cells(Evidence({"config": cfg}, ["e0"])) == \
         [("pool", "heterogeneous", 2, 0.5, 4)]
+    # an experiment of another problem runs no cell
+    cfg["datasets"]["d0"]["problem"] = "cpesph"
+    assert lsa_cells.experiment_cells(Evidence({"config": cfg}, ["e0"])) == []
     # no table: a measurement with nothing to show, an undecided claim
     ev = Evidence({"config": config_for(mine), "runs": {}, "tables": {}}, ["e0"])
     assert RULES["bias_matches_prediction"]().judge(ev, {"rel_tol": 0.01}).verdict == UNDECIDED
@@ -392,3 +395,16 @@ def test_claim_markdown_names_the_rounds_that_would_decide_it(tmp_path):
     for i, ln in enumerate(lines):                       # blocks stand apart
         if ln.startswith(("### ", "**Verdict", "What would")):
             assert lines[i + 1] == "" and (i == 0 or lines[i - 1] == ""), ln
+
+
+def test_pool_thresholds_at_equality(tmp_path):
+    """|measured - predicted| = t se exactly agrees (<=); a gap of exactly the margin is no
+    improvement (more than it). The values are exact: a plateau of 0 against t se, se_S = 0."""
+    from scipy import stats
+
+    t_se = stats.t.ppf(0.995, 4) * 0.1
+    cell = pool_row(fedlsa_plateau=0.0, predicted_plateau=t_se)
+    assert judge(tmp_path, "stationary_matches_prediction", [cell]).verdict == REPRODUCED
+    edge = pool_row(fedlsa_plateau=t_se, scafflsa_plateau=0.0, scafflsa_plateau_se=0.0,
+                    predicted_bias_sq_pool=1.0)
+    assert judge(tmp_path, "improves_significantly", [edge]).verdict == NOT

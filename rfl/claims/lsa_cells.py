@@ -25,10 +25,13 @@ def _key(oracle, setting, N, eta, H) -> tuple:
 def experiment_cells(ev: Evidence) -> list[tuple]:
     """(oracle, setting, N, eta, H) of every cell the claim's experiments run, in declaration
     order: the dataset's oracle (default pool, as ``rfl lsa`` reads it), setting and
-    n_agents, the step and every K of its methods."""
+    n_agents, the step and every K of its methods. An experiment on another problem, or
+    without a fixed step, runs no cell of the study."""
     out = []
     for e in ev.names():
         exp, params = ev.experiment(e), ev.dataset(e).get("params", {})
+        if ev.problem(e) != "lsa" or "alpha" not in exp.get("step", {}):
+            continue
         Ks = [k for m in exp["methods"] for k in (m["K"] if isinstance(m["K"], list) else [m["K"]])]
         for H in dict.fromkeys(Ks):
             key = _key(params.get("oracle", "pool"), params["setting"], params["n_agents"],
