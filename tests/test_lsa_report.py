@@ -1,4 +1,4 @@
-"""The FedLSA / SCAFFLSA study's numbers and figure (rfl/reporting/lsa.py, lsa_pool.py) on
+"""The FedLSA / SCAFFLSA study's numbers and figure (rfl/reporting/lsa.py) on
 constructed inputs, each expected value computed here from the inputs:
 
 * the plateau window (the last ``tail`` fraction of rounds, at least two), its mean, the ratio
@@ -7,10 +7,10 @@ constructed inputs, each expected value computed here from the inputs:
   each seed's window mean and their standard error sd / sqrt(S);
 * the summary rows of cells with one method only, predictions that differ between runs, the
   transient initial x contraction^(window start);
-* the pool-oracle checks: t_S se tolerance (Student quantiles from a printed table), the
-  SCAFFLSA margin t sqrt(se_F^2 + se_S^2), and the lines of the REPRODUCTION section;
 * the figure: per (oracle, N, eta) panel, the mean over seeds drawn per H, the band, the
   predicted plateau line, read back from the Axes.
+
+The verdicts judged from this table are tested with their claim rules (test_lsa_claims.py).
 """
 
 from __future__ import annotations
@@ -26,8 +26,6 @@ from matplotlib.legend import Legend
 
 from rfl import io
 from rfl.reporting import lsa
-from rfl.reporting import lsa_pool as pool
-from rfl.reporting.reproduction import Report
 from rfl.testing.run_files import write_run
 
 
@@ -70,17 +68,6 @@ def test_tail_rate_of_a_geometric_curve_and_when_there_is_none():
         assert np.isnan(lsa.tail_rate(_curve(bad), 0.5)), bad
     assert np.isnan(lsa.tail_rate(_curve([1.0]), 0.5))                  # one round: no window of two
     assert lsa.tail_rate(_curve([4.0, 1.0]), 0.5) == 0.25
-
-
-def test_rounds_to_reach_a_target():
-    # 8 * 0.5^k <= 1 first at k = 3
-    assert lsa.rounds_to_reach(8.0, 0.5, 1.0) == 3.0
-    assert lsa.rounds_to_reach(8.0, 0.5, 1.01) == 3.0 and lsa.rounds_to_reach(8.0, 0.5, 0.99) == 4.0
-    assert lsa.rounds_to_reach(1.0, 0.5, 1.0) == 0.0           # there already
-    assert lsa.rounds_to_reach(1.0, 1.0, 1.0) == 0.0           # there, though not falling
-    assert lsa.rounds_to_reach(2.0, 1.0, 1.0) == np.inf and lsa.rounds_to_reach(2.0, 1.5, 1.0) == np.inf
-    for args in ((np.inf, 0.5, 1.0), (2.0, 0.5, np.nan), (2.0, np.inf, 1.0)):
-        assert np.isnan(lsa.rounds_to_reach(*args)), args
 
 
 # ---- seeds -------------------------------------------------------------------------------------
@@ -267,177 +254,6 @@ def test_display_pool_shows_plus_minus_the_standard_error():
     assert (r["pred. bias^2"], r["pred. variance"], r["pred. plateau"], r["z"]) == (1.5, 1.0, 2.5, -8.1)
 
 
-# ---- the pool-oracle verdicts ------------------------------------------------------------------
-# two-sided 99% quantiles of Student's t (printed tables): 1, 4 and 9 degrees of freedom
-T99 = {2: 63.657, 5: 4.604, 10: 3.250}
-
-
-def test_t_quantiles():
-    for seeds, q in T99.items():
-        assert pool.t_quantile(seeds) == pytest.approx(q, abs=1e-3)
-    assert np.isnan(pool.t_quantile(1)) and np.isnan(pool.t_quantile(0))
-
-
-def test_plateau_checks_on_both_sides_and_without_data():
-    se = 0.1
-    tol = T99[5] * se
-    t = pd.DataFrame([
-        _row(fedlsa_seeds=5, fedlsa_plateau_se=se, fedlsa_plateau=1.0, predicted_plateau=1.0 + 0.99 * tol,
-             transient=se),                                            # agrees (transient = se)
-        _row(fedlsa_seeds=5, fedlsa_plateau_se=se, fedlsa_plateau=1.0, predicted_plateau=1.0 - 1.01 * tol,
-             transient=0.0),                                           # too far
-        _row(fedlsa_seeds=5, fedlsa_plateau_se=se, fedlsa_plateau=1.0, predicted_plateau=1.0,
-             transient=1.01 * se),                                     # the start not forgotten
-        _row(fedlsa_seeds=1, fedlsa_plateau_se=se, fedlsa_plateau=1.0, predicted_plateau=1.0, transient=0.0),
-        _row(fedlsa_seeds=5, fedlsa_plateau_se=np.nan, fedlsa_plateau=1.0, predicted_plateau=1.0, transient=0.0),
-        _row(fedlsa_seeds=5, fedlsa_plateau_se=se, fedlsa_plateau=1.0, predicted_plateau=np.nan, transient=0.0),
-    ], index=[10, 11, 12, 13, 14, 15])
-    c = pool.plateau_checks(t)
-    assert list(c.index) == [10, 11, 12, 13, 14, 15]
-    assert c["tol"].iloc[0] == pytest.approx(tol, abs=1e-4)
-    assert c["agrees"].tolist() == [True, False, False, False, False, False]
-    assert c["judged"].tolist() == [True, True, True, False, False, False]
-
-
-def test_scafflsa_checks_margin_from_both_errors_and_the_smaller_seed_count():
-    se_f, se_s = 0.03, 0.04                                  # hypot: 0.05
-    margin = T99[5] * 0.05
-    t = pd.DataFrame([
-        _row(fedlsa_seeds=10, scafflsa_seeds=5, fedlsa_plateau_se=se_f, scafflsa_plateau_se=se_s,
-             fedlsa_plateau=1.0, scafflsa_plateau=1.0 - 1.01 * margin, predicted_bias_sq_pool=1.0,
-             predicted_variance=1.0),
-        _row(fedlsa_seeds=5, scafflsa_seeds=10, fedlsa_plateau_se=se_f, scafflsa_plateau_se=se_s,
-             fedlsa_plateau=1.0, scafflsa_plateau=1.0 - 0.99 * margin, predicted_bias_sq_pool=0.99,
-             predicted_variance=1.0),
-        _row(fedlsa_seeds=5, scafflsa_seeds=1, fedlsa_plateau_se=se_f, scafflsa_plateau_se=se_s,
-             fedlsa_plateau=1.0, scafflsa_plateau=0.0, predicted_bias_sq_pool=2.0, predicted_variance=1.0),
-        _row(fedlsa_seeds=5, scafflsa_seeds=5, fedlsa_plateau_se=se_f, scafflsa_plateau_se=se_s,
-             fedlsa_plateau=1.0, scafflsa_plateau=np.nan, predicted_bias_sq_pool=2.0, predicted_variance=1.0),
-    ], index=[3, 4, 5, 6])
-    c = pool.scafflsa_checks(t)
-    assert list(c.index) == [3, 4, 5, 6]
-    assert c["margin"].iloc[0] == pytest.approx(margin, abs=1e-4) and c["margin"].iloc[1] == c["margin"].iloc[0]
-    assert c["bias_dominates"].tolist() == [True, False, True, True]
-    assert c["improves"].tolist() == [True, False, False, False]
-    assert c["judged"].tolist() == [True, True, False, False]
-
-
-def test_still_decreasing_note():
-    r = {"scafflsa_last": 0.1, "scafflsa_window_ratio": 1.31, "scafflsa_plateau_se": 0.01}   # 0.31 > 0.3
-    assert pool.still(r) == " (still decreasing: more rounds would lower it)"
-    assert pool.still(r | {"scafflsa_window_ratio": 1.29}) == ""
-    # at the threshold (start / last - 1 = 3 se / last exactly): not "still decreasing"
-    assert pool.still({"scafflsa_last": 1.0, "scafflsa_window_ratio": 1.375, "scafflsa_plateau_se": 0.125}) == ""
-    assert pool.still(r | {"scafflsa_last": 0.0, "scafflsa_window_ratio": 9.0}) == ""
-
-
-def _pool_table(rows):
-    return pd.DataFrame([_row(oracle="pool", fedlsa_seeds=5, scafflsa_seeds=5, scafflsa_window_ratio=1.0,
-                              **r) for r in rows])
-
-
-def test_pool_section_lines_and_verdict_counts():
-    se = 0.1
-    tol = T99[5] * se
-    t = _pool_table([
-        {"N": 2, "H": 4, "fedlsa_plateau": 1.0, "predicted_plateau": 1.0, "fedlsa_plateau_se": se, "transient": 0.0, "z": 0.0,
-             "predicted_bias_sq_pool": 2.0, "predicted_variance": 1.0, "scafflsa_plateau": 0.25,
-             "scafflsa_plateau_se": se, "batch_size": 3},                       # agrees; SCAFFLSA improves
-        {"N": 3, "H": 4, "fedlsa_plateau": 2.0, "predicted_plateau": 1.0, "fedlsa_plateau_se": se, "transient": 0.0, "z": 10.0,
-             "predicted_bias_sq_pool": 2.0, "predicted_variance": 1.0, "scafflsa_plateau": 1.99,
-             "scafflsa_plateau_se": se, "batch_size": 1},                       # off; no improvement
-        {"N": 4, "H": 2, "fedlsa_plateau": 1.0, "predicted_plateau": 1.0, "fedlsa_plateau_se": se, "transient": 5.0, "z": -12.0,
-             "predicted_bias_sq_pool": 0.5, "predicted_variance": 1.0, "scafflsa_plateau": 0.5,
-             "scafflsa_plateau_se": se, "batch_size": 3},                       # start not forgotten
-        {"N": 5, "H": 2, "fedlsa_plateau": 1.0, "predicted_plateau": np.nan, "fedlsa_plateau_se": se, "transient": 0.0,
-             "z": np.nan, "predicted_bias_sq_pool": 2.0, "predicted_variance": 1.0, "scafflsa_plateau": np.nan,
-             "scafflsa_plateau_se": se, "batch_size": 3},                       # nothing predicted
-    ])
-    t = pd.concat([t, pd.DataFrame([_row(oracle="exact")])], ignore_index=True)   # not a pool row
-    rep, calls = Report(), []
-
-    def verdict(n_ok, n, n_missing):
-        calls.append((n_ok, n, n_missing))
-        return f"v{len(calls)}"
-    pool.pool_section(rep, t, verdict)
-    assert calls == [(1, 4, 1), (1, 3, 1)]                   # plateau: 1 of 4; SCAFFLSA: 3 cells, one ok
-    assert [s[2] for s in rep.summary] == ["v1", "v2"]
-    text = "\n".join(rep.lines)
-    assert "B = 1, 3 distinct transitions" in text
-    table_rows = [ln for ln in rep.lines if ln.startswith("| heterogeneous")]
-    assert len(table_rows) == 4                               # the pool rows only
-    assert "- heterogeneous, N = 3, H = 4: disagrees, |measured - predicted| = 1 > " \
-           f"{tol:.3g}." in text
-    assert "- heterogeneous, N = 4, H = 2: disagrees, the start is not forgotten (transient 5 > se)." in text
-    assert "- heterogeneous, N = 5, H = 2: no prediction, plateau or standard error (insufficient data)." in text
-    assert not any("N = 2, H = 4: disagrees" in ln for ln in rep.lines)
-    assert "1 of 4 cells agree (largest |z| = 12.00)." in text
-    lines = {ln.split(":")[0]: ln for ln in rep.lines if ln.startswith("- heterogeneous") and "bias^2 " in ln}
-    assert list(lines) == ["- heterogeneous, N = 2, H = 4", "- heterogeneous, N = 3, H = 4",
-                           "- heterogeneous, N = 5, H = 2"]        # bias-dominated cells only
-    assert "FedLSA 1, SCAFFLSA 0.25 over the same window (factor 4, " in lines["- heterogeneous, N = 2, H = 4"]
-    assert lines["- heterogeneous, N = 2, H = 4"].endswith(": improves.")
-    assert lines["- heterogeneous, N = 3, H = 4"].endswith(": no significant improvement.")
-    assert lines["- heterogeneous, N = 5, H = 2"].endswith(": insufficient data.")
-    assert "bias^2 2 vs variance 1" in lines["- heterogeneous, N = 2, H = 4"]
-    assert f"margin {T99[5] * np.hypot(se, se):.2g}" in lines["- heterogeneous, N = 2, H = 4"]
-    # the verdict rows, and the rules they state
-    assert [v[:2] for v in rep.summary] == [
-        ("FedLSA / TD(0), pool oracle", "FedLSA plateau = exact stationary error"),
-        ("SCAFFLSA / TD(0), pool oracle", "SCAFFLSA improves on FedLSA where the bias dominates")]
-    rules = [ln for ln in rep.lines if ln.startswith("**Verdict: ")]
-    assert len(rules) == 2
-    assert "|measured - predicted| <= t se with t the two-sided 99% Student quantile" in rules[0]
-    assert "_Rule: cells with predicted bias^2 >= predicted variance: SCAFFLSA's plateau is below FedLSA's " \
-           "by more than t sqrt(se_FedLSA^2 + se_SCAFFLSA^2) (t as above)_" in rules[1]
-    assert ["### Stochastic pool oracle: FedLSA's plateau = its exact stationary error",
-            "### Stochastic pool oracle: SCAFFLSA improves on FedLSA where the bias dominates"] == \
-        [ln for ln in rep.lines if ln.startswith("###")]
-    # what the section says its numbers are
-    for fact in ("The prediction is FedLSA's exact stationary E||theta - theta*||^2", "eta and H (bias^2 + variance;",
-                 ("propagated through H local steps and the averaging, `FederatedLSA.fedlsa_stationary_pool`). "
-                  "The measured plateau"), "the mean over the plateau window of the seed-mean curve",
-                 "se is the standard deviation of the seeds' window means / sqrt(seeds)",
-                 "z = (measured - predicted) / se."):
-        assert fact in text, fact
-    _markdown_blocks(rep.lines)
-
-
-def _markdown_blocks(lines):
-    """Headings and verdicts stand alone (a blank line on each side), a table ends in one."""
-    heads = [i for i, ln in enumerate(lines) if ln.startswith(("### ", "**Verdict"))]
-    assert heads
-    for i in heads:
-        assert lines[i + 1] == "" and (i == 0 or lines[i - 1] == ""), lines[i]
-    rows = [i for i, ln in enumerate(lines) if ln.startswith("|")]
-    assert lines[rows[0] - 1] == "" and lines[rows[-1] + 1] == "" and lines[rows[-1] + 2] == ""
-    counts = [i for i, ln in enumerate(lines) if " cells agree (largest |z|" in ln]
-    assert all(lines[i + 1] == "" for i in counts)
-    assert all(ln == "" or ln.strip() for ln in lines)
-
-
-def test_pool_section_without_pool_rows_or_bias_dominated_cells():
-    rep = Report()
-    pool.pool_section(rep, pd.DataFrame([_row(oracle="exact")]), lambda *a: "x")
-    assert rep.lines == [] and rep.summary == []
-    t = _pool_table([{"predicted_bias_sq_pool": 0.5, "predicted_variance": 1.0, "transient": 0.0,
-                          "scafflsa_plateau_se": 0.1, "fedlsa_plateau_se": 0.1}])
-    calls = []
-    pool.pool_section(rep, t, lambda *a: calls.append(a) or "x")
-    i = rep.lines.index("No cell has a predicted bias^2 at least its predicted variance.")
-    assert rep.lines[i + 1] == ""
-    _markdown_blocks(rep.lines)
-    assert calls[-1] == (0, 0, 0)
-
-
-def test_scafflsa_factor_of_a_zero_plateau_is_infinite():
-    t = _pool_table([{"predicted_bias_sq_pool": 2.0, "predicted_variance": 1.0, "transient": 0.0,
-                          "scafflsa_plateau": 0.0, "scafflsa_plateau_se": 0.1, "fedlsa_plateau_se": 0.1}])
-    rep = Report()
-    pool.pool_section(rep, t, lambda *a: "x")
-    assert any("(factor inf, " in ln for ln in rep.lines)
-
-
 # ---- the figure --------------------------------------------------------------------------------
 def _draw(runs, setting):
     captured = {}
@@ -543,25 +359,3 @@ def test_lsa_study_checks_the_figures_and_settings_before_writing(tmp_path):
     assert len(table) == 1 and io.read_table(out)["fedlsa_plateau"].tolist() == [1.0]
     md = out.with_suffix(".md").read_text()
     assert "FedLSA plateau" in md and (tmp_path / "f.pdf").is_file() and (tmp_path / "f.png").is_file()
-
-
-def test_pool_checks_at_their_thresholds():
-    """|measured - predicted| = t se exactly agrees (<=); a gap of exactly the margin is not an
-    improvement (more than); at err = tol with the start not forgotten, that is the reason given."""
-    from scipy import stats
-    se = 0.1
-    tol = stats.t.ppf(0.995, 4) * se
-    t = _pool_table([{"fedlsa_plateau": 0.0, "predicted_plateau": tol, "fedlsa_plateau_se": se, "transient": 0.0,
-                      "z": 1.0, "scafflsa_plateau": 0.0, "scafflsa_plateau_se": 0.0,
-                      "predicted_bias_sq_pool": 1.0, "predicted_variance": 1.0},
-                     {"fedlsa_plateau": 0.0, "predicted_plateau": tol, "fedlsa_plateau_se": se, "transient": 2 * se,
-                      "z": 1.0, "scafflsa_plateau": 0.0, "scafflsa_plateau_se": 0.0,
-                      "predicted_bias_sq_pool": 1.0, "predicted_variance": 1.0}])
-    assert pool.plateau_checks(t)["agrees"].tolist() == [True, False]
-    margin = stats.t.ppf(0.995, 4) * np.hypot(se, 0.0)
-    edge = t.assign(fedlsa_plateau=[margin, margin], predicted_plateau=[margin, margin])
-    assert pool.scafflsa_checks(edge)["improves"].tolist() == [False, False]
-    rep = Report()
-    pool.pool_section(rep, t, lambda *a: "x")
-    why = [ln for ln in rep.lines if ": disagrees, " in ln]
-    assert len(why) == 1 and "the start is not forgotten (transient 0.2 > se)" in why[0]

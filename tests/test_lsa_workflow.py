@@ -4,7 +4,8 @@ The config tests check that every bad key of the lsa study is refused before any
 message naming the key. The run tests check the mathematics through the workflow's own path
 (data file -> reference -> run -> metadata): F* = 0 at the exact theta*, the FedLSA run with
 the exact oracle ends at ||bias||^2 computed here from the data arrays, SCAFFLSA at theta*.
-The report tests feed ``rfl lsa`` a synthetic result set whose curves are closed forms.
+The report tests feed ``rfl lsa`` a synthetic result set whose curves are closed forms and
+judge its table with the claim rules.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from rfl.config import ConfigError
 from rfl.registry import PROBLEMS
 from rfl.problems.lsa import FederatedLSA
 from rfl.reporting import lsa as lsa_report
-from rfl.reporting.reproduction import Report, lsa_section
 from rfl.testing.run_files import write_run
 
 BASE = {
@@ -309,26 +309,29 @@ def test_pool_plateau_verdict_on_both_sides_of_the_tolerance(tmp_path, k, verdic
     se = delta * np.std(SPREAD, ddof=1) / np.sqrt(5)
     table = _pool_row(tmp_path, level=5.0, scaff_level=1.0, delta=delta,
                       predicted=5.0 + k * T_99_4 * se, bias_sq=4.0, variance=1.0)
-    rep = _section(tmp_path, table)
-    assert ("FedLSA / TD(0), pool oracle", "FedLSA plateau = exact stationary error", verdict) in rep.summary
-    # the exact-oracle verdicts are not formed from pool rows
-    assert not any(w == "FedLSA / TD(0)" for w, _, _ in rep.summary)
+    assert _judge(tmp_path, table, "stationary_matches_prediction").verdict == verdict
+    # the exact-oracle rule does not judge pool rows
+    assert _judge(tmp_path, table, "bias_matches_prediction").verdict == "undecided at this size"
 
 
 def test_pool_plateau_verdict_needs_the_start_forgotten(tmp_path):
-    """Same plateau, but initial x contraction^(window start) > se: not judged as agreeing."""
+    """Same plateau, but initial x contraction^(window start) > se: undecided, with the rounds
+    whose plateau window starts where 1e3 x 0.9^t <= se, t0 = ceil(log(se / 1e3) / log 0.9)."""
     table = _pool_row(tmp_path, level=5.0, scaff_level=1.0, delta=0.1, predicted=5.0, bias_sq=4.0,
                       variance=1.0, contraction=0.9, initial=1e3)
     assert table.iloc[0]["transient"] == pytest.approx(1e3 * 0.9 ** (T - 4 + 1), rel=1e-12)
-    rep = _section(tmp_path, table)
-    assert ("FedLSA / TD(0), pool oracle", "FedLSA plateau = exact stationary error",
-            "not reproduced") in rep.summary
-    assert any("start is not forgotten" in line for line in rep.lines)
+    j = _judge(tmp_path, table, "stationary_matches_prediction")
+    assert j.verdict == "undecided at this size"
+    assert any("start is not forgotten" in line for line in j.notes)
+    se = 0.1 * np.std(SPREAD, ddof=1) / np.sqrt(5)
+    t0 = int(np.ceil(np.log(se / 1e3) / np.log(0.9)))
+    rounds = next(r for r in range(T, 10 * t0) if r - max(2, round(0.1 * r)) + 1 >= t0)
+    assert f"about {rounds} rounds at heterogeneous, N = 2, eta = 0.5, H = 4 ({T} run)" in j.decide
 
 
 @pytest.mark.parametrize("gap_k, bias_sq, verdict", [
     (1.01, 4.0, "reproduced"), (0.99, 4.0, "not reproduced"),
-    (1.01, 0.5, "insufficient data")])              # variance dominates: no cell to judge
+    (1.01, 0.5, "undecided at this size")])         # variance dominates: no cell to judge
 def test_scafflsa_pool_verdict_on_both_sides_of_the_margin(tmp_path, gap_k, bias_sq, verdict):
     """SCAFFLSA improves iff FedLSA's plateau - SCAFFLSA's > t_{0.995, 4} sqrt(2) se, judged only
     where the predicted bias^2 >= the predicted variance (1.0 here)."""
@@ -336,9 +339,7 @@ def test_scafflsa_pool_verdict_on_both_sides_of_the_margin(tmp_path, gap_k, bias
     se = delta * np.std(SPREAD, ddof=1) / np.sqrt(5)
     table = _pool_row(tmp_path, level=5.0, scaff_level=5.0 - gap_k * T_99_4 * np.sqrt(2) * se,
                       delta=delta, predicted=5.0, bias_sq=bias_sq, variance=1.0)
-    rep = _section(tmp_path, table)
-    assert ("SCAFFLSA / TD(0), pool oracle", "SCAFFLSA improves on FedLSA where the bias dominates",
-            verdict) in rep.summary
+    assert _judge(tmp_path, table, "improves_significantly").verdict == verdict
 
 
 def test_cli_writes_the_table_and_one_figure_per_setting(synthetic):
@@ -374,26 +375,24 @@ def test_cli_refuses_a_bad_spec_or_figure_list(synthetic, capsys, spec, figures,
     assert not (root / "o.csv").exists()
 
 
-def _section(root, table):
-    path = root / "fedlsa_bias.csv"
-    io.write_table(path, table)
-    rep = Report()
-    lsa_section(rep, {"config": {"lsa": {"tail": 0.1}}, "tables": {"lsa": str(path)}})
-    return rep
+def _judge(root, table, rule):
+    """The claim rule ``rule`` on the table ``rfl lsa`` wrote, over every cell of it."""
+    from test_lsa_claims import judge
+
+    return judge(root, rule, table.to_dict("records"))
 
 
 def test_reproduction_verdicts_follow_their_rules(synthetic):
     root, paths, _ = synthetic
     table = lsa_report.summary(lsa_report.collect(paths), tail=0.1)
     # synthetic: rel. error of the H = 4 cells ~ C RHO^37 / B, tiny; factor = B / (C RHO^40) huge
-    rep = _section(root, table)
-    assert ("FedLSA / TD(0)", "FedLSA plateau = predicted bias", "partly reproduced") in rep.summary
+    assert _judge(root, table, "bias_matches_prediction").verdict == "partly reproduced"
     # (the homogeneous cell predicts 2e-6 for a plateau of 1e-6: 50% off, so only "partly")
-    assert ("SCAFFLSA / TD(0)", "SCAFFLSA removes the heterogeneity bias", "reproduced") in rep.summary
+    assert _judge(root, table, "improves_by_factor").verdict == "reproduced"
     good = table[table["setting"] == "heterogeneous"]
-    rep = _section(root, good)
-    assert ("FedLSA / TD(0)", "FedLSA plateau = predicted bias", "reproduced") in rep.summary
-    worse = good.assign(scafflsa_factor=good["scafflsa_factor"].where(good["H"] == 1, 2.0))
-    rep = _section(root, worse)
-    assert ("SCAFFLSA / TD(0)", "SCAFFLSA removes the heterogeneity bias", "not reproduced") in rep.summary
-    assert any("factor 2" in line for line in rep.lines)
+    assert _judge(root, good, "bias_matches_prediction").verdict == "reproduced"
+    # SCAFFLSA 2x below FedLSA and levelled off (no per-round fall): refuted, not undecided
+    worse = good.assign(scafflsa_factor=good["scafflsa_factor"].where(good["H"] == 1, 2.0),
+                        scafflsa_rate=1.0)
+    j = _judge(root, worse, "improves_by_factor")
+    assert j.verdict == "not reproduced" and any("factor 2" in line for line in j.notes)

@@ -1,12 +1,11 @@
-"""The measured explanations beside partly reproduced claims (rfl/reporting/partial.py) and the
-quantities they rest on (rfl/reporting/lsa.py: tail_rate, rounds_to_reach), on curves whose
-answers are known by construction."""
+"""The measured explanations beside partly reproduced claims (rfl/reporting/partial.py), on
+curves whose answers are known by construction."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from rfl.reporting import lsa, partial
+from rfl.reporting import partial
 
 
 def _curve(start, q, level, T):
@@ -46,28 +45,6 @@ def test_avg_vs_ags_same_level_with_round_to_round_noise():
     assert "up to round 89" in text and "the ratio furthest from 1, 0.111, is at round 90." in text
     assert "per-round ratio lies between 0.111 and 9" in text
     assert "same level within a factor 2; the rule fails on the round-to-round variation" in text
-
-
-def test_tail_rate_and_rounds_to_reach():
-    c = pd.Series(100.0 * 0.9 ** np.arange(21), index=np.arange(21))
-    assert lsa.tail_rate(c, 0.1) == pytest.approx(0.9, rel=1e-12)        # window: 2 rounds
-    assert lsa.tail_rate(c, 0.5) == pytest.approx(0.9, rel=1e-12)
-    assert lsa.rounds_to_reach(1.0, 0.9, 0.5) == np.ceil(np.log(0.5) / np.log(0.9))   # 7
-    assert lsa.rounds_to_reach(0.4, 0.9, 0.5) == 0
-    assert lsa.rounds_to_reach(1.0, 1.0, 0.5) == np.inf
-    assert np.isnan(lsa.rounds_to_reach(1.0, np.nan, 0.5))
-
-
-def test_scafflsa_shortfall_counts_the_rounds_still_needed():
-    row = {"scafflsa_factor": 10.0, "scafflsa_rate": 0.5, "fedlsa_plateau": 1.0,
-           "scafflsa_last": 0.1, "rounds": 12}
-    text = partial.scafflsa_shortfall(row, 100.0)
-    # 0.1 * 0.5^n <= 0.01 -> n = ceil(log(0.1)/log(0.5)) = 4
-    assert "FedLSA's plateau / 100 = 0.01" in text and "about 4 more rounds (16 in all, against 12 run)" in text
-    assert "still converging" in text
-    assert "too slowly at this H" in partial.scafflsa_shortfall({**row, "scafflsa_rate": 0.999}, 100.0)
-    assert "out of reach" in partial.scafflsa_shortfall({**row, "scafflsa_rate": 1.01}, 100.0)
-    assert partial.scafflsa_shortfall({**row, "scafflsa_factor": 200.0}, 100.0) is None
 
 
 def test_avg_vs_ags_numbers_of_the_first_and_last_rounds():
@@ -118,20 +95,6 @@ def test_avg_vs_ags_ignores_rounds_without_a_positive_finite_value():
     avg = pd.Series([1.0, 5.0, 5.0, np.nan, 1.0])
     assert partial.avg_vs_ags(1, avg, ags) == []
     assert partial.avg_vs_ags(1, pd.Series([0.0, np.inf]), pd.Series([1.0, 1.0])) == []
-
-
-def test_scafflsa_shortfall_ten_times_the_rounds_is_still_converging():
-    """1 x 0.5^n <= 2^-39.5 first at n = 40: with 4 rounds run, 40 = 10 x 4 more rounds is still
-    'converging'; with 3 rounds run, it is too slow."""
-    row = {"scafflsa_factor": 10.0, "scafflsa_rate": 0.5, "fedlsa_plateau": 100 * 2 ** -39.5,
-           "scafflsa_last": 1.0, "rounds": 4}
-    assert "about 40 more rounds (44 in all, against 4 run)" in partial.scafflsa_shortfall(row, 100.0)
-    assert "still converging" in partial.scafflsa_shortfall(row, 100.0)
-    assert "too slowly" in partial.scafflsa_shortfall({**row, "rounds": 3}, 100.0)
-    del row["scafflsa_rate"]                              # no rate measured: nothing to say
-    assert partial.scafflsa_shortfall(row, 100.0) is None
-    # a factor exactly at the rule's is no shortfall
-    assert partial.scafflsa_shortfall({**row, "scafflsa_rate": 0.5, "scafflsa_factor": 100.0}, 100.0) is None
 
 
 def test_avg_vs_ags_level_of_a_short_curve_is_the_median_of_its_last_three_rounds():

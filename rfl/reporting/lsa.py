@@ -147,18 +147,6 @@ def tail_rate(curve: pd.Series, tail: float) -> float:
     return (last / first) ** (1.0 / (n - 1))
 
 
-def rounds_to_reach(last: float, rate: float, target: float) -> float:
-    """Further rounds for a curve at ``last`` that keeps falling by ``rate`` per round to reach
-    ``target``: 0 if it is there, inf if it does not fall (rate >= 1), NaN without a rate."""
-    if not (np.isfinite(rate) and np.isfinite(last) and np.isfinite(target)):
-        return np.nan
-    if last <= target:
-        return 0.0
-    if rate >= 1:
-        return np.inf
-    return float(np.ceil(np.log(target / last) / np.log(rate)))
-
-
 def _groups(runs):
     groups = defaultdict(lambda: defaultdict(list))
     for r in runs:

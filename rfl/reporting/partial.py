@@ -8,8 +8,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .lsa import rounds_to_reach
-
 TAIL = 0.1          # the level reached: median of the last 10% of rounds (as ``plateau``)
 
 
@@ -68,24 +66,3 @@ def avg_vs_ags(K, avg: pd.Series, ags: pd.Series, factor: float = 2.0) -> list[s
         lines.append(f"  The levels agree within a factor {factor:g} and are steady: the curves part "
                      f"on the way there (largest ratio at round {worst}).")
     return lines
-
-
-def scafflsa_shortfall(row, factor: float) -> str | None:
-    """For a cell where SCAFFLSA's error at the last round is less than ``factor`` below FedLSA's
-    plateau: SCAFFLSA's per-round factor over the plateau window (``scafflsa_rate``) and the
-    rounds it would still need at that rate to reach FedLSA's plateau / ``factor``."""
-    rate = row.get("scafflsa_rate", np.nan)
-    if not (row["scafflsa_factor"] < factor) or not np.isfinite(rate):
-        return None
-    target = row["fedlsa_plateau"] / factor
-    more = rounds_to_reach(row["scafflsa_last"], rate, target)
-    if not np.isfinite(more):
-        return (f"  SCAFFLSA's error does not decrease over its last rounds (factor {rate:.3g} per "
-                f"round): the rule's factor {factor:g} is out of reach at this rate.")
-    why = ("the cell fails for lack of rounds: SCAFFLSA is still converging"
-           if more <= 10 * row["rounds"] else
-           "SCAFFLSA converges too slowly at this H to get there within 10x the rounds run")
-    return (f"  The rule needs SCAFFLSA at or below FedLSA's plateau / {factor:g} = {target:.3g}. Over "
-            f"the second half of its rounds SCAFFLSA's error falls by a factor {rate:.3g} per round; at that rate "
-            f"it would get there after about {more:.0f} more rounds ({row['rounds'] + more:.0f} in "
-            f"all, against {row['rounds']} run): {why}.")
