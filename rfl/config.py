@@ -19,10 +19,8 @@ from __future__ import annotations
 
 import copy
 import functools
-import math
 import os
 import re
-import sys
 from pathlib import Path
 
 import jsonschema
@@ -31,6 +29,7 @@ import yaml
 from rfl import participation
 from rfl.participation import tag as participation_tag
 from rfl.registry import ALGORITHMS, PROBLEMS
+from rfl.schema import Validator, describe
 
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "config" / "schema.yaml"
 #: the metric columns of every run table (``rfl.runner.COLUMNS``); a problem adds its ``metrics``
@@ -60,43 +59,7 @@ def load_schema(path: str | Path = SCHEMA_PATH) -> dict:
     return schema
 
 
-def _is_integer(checker, instance) -> bool:
-    """JSON Schema counts 2.0 as an integer; a count, seed or size here must be a true int."""
-    return isinstance(instance, int) and not isinstance(instance, bool)
-
-
-def _is_number(checker, instance) -> bool:
-    """A finite int or float: NaN compares false with every bound, and no parameter is infinite."""
-    if isinstance(instance, bool):
-        return False
-    if isinstance(instance, int):      # no math.isfinite: it would overflow on 10**400
-        return abs(instance) <= sys.float_info.max
-    return isinstance(instance, float) and math.isfinite(instance)
-
-
-def _bound(keyword: str, compare, text: str):
-    """JSON Schema's ``keyword`` for every int (exact, however large) and finite float: the
-    built-in one skips what ``_is_number`` refuses, such as an int beyond the float range."""
-    def check(validator, bound, instance, schema):
-        if (isinstance(instance, (int, float)) and not isinstance(instance, bool)
-                and not (isinstance(instance, float) and math.isnan(instance))
-                and not compare(instance, bound)):
-            yield jsonschema.exceptions.ValidationError(f"{instance!r} is {text} {bound!r}")
-    return check
-
-
-_Validator = jsonschema.validators.extend(
-    jsonschema.Draft202012Validator,
-    validators={
-        "maximum": _bound("maximum", lambda v, b: v <= b, "greater than the maximum of"),
-        "minimum": _bound("minimum", lambda v, b: v >= b, "less than the minimum of"),
-        "exclusiveMaximum": _bound("exclusiveMaximum", lambda v, b: v < b,
-                                   "greater than or equal to the maximum of"),
-        "exclusiveMinimum": _bound("exclusiveMinimum", lambda v, b: v > b,
-                                   "less than or equal to the minimum of"),
-    },
-    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine_many(
-        {"integer": _is_integer, "number": _is_number}))
+_Validator = Validator
 
 
 def _key_errors(obj, path=()) -> list[str]:
@@ -118,7 +81,7 @@ def _key_errors(obj, path=()) -> list[str]:
 def _describe(err, prefix=()) -> str:
     path = list(prefix) + list(err.absolute_path)
     allowed = f"; allowed: {', '.join(map(str, err.validator_value))}" if err.validator == "enum" else ""
-    return f"config key {_key(path)}: {_short(err.message)}{allowed}"
+    return f"config key {_key(path)}: {_short(describe(err) if not allowed else err.message)}{allowed}"
 
 
 def _short(text: str) -> str:
