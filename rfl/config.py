@@ -321,6 +321,46 @@ def _run_id_errors(exp: dict, where: list) -> list[str]:
     return msgs
 
 
+def _table1_errors(config: dict) -> list[str]:
+    """Each row of Table 1 (the parameters of one synthetic problem and of its two federated
+    experiments): a ``fixed`` and a ``decaying`` experiment, each with federated methods and
+    that step rule, both on the same dataset (the row's d, S, N, ... are that dataset's)."""
+    msgs, exps = [], config["experiments"]
+
+    def federated(ename):
+        return any(_algorithm(m["algorithm"]).federated for m in exps[ename]["methods"])
+
+    def fits(ename, key, dataset=None):
+        return (federated(ename) and exps[ename].get("step", {}).get("rule") == key
+                and dataset in (None, exps[ename]["dataset"]))
+
+    for i, row in enumerate(config.get("tables", {}).get("table1", {}).get("rows", [])):
+        ok = {}
+        for key in ("fixed", "decaying"):
+            here, ename = _key(["tables", "table1", "rows", i, key]), row[key]
+            right = [e for e in exps if fits(e, key)]
+            allowed = ", ".join(right) or f"none in this config has federated methods and a {key} step"
+            if ename not in exps:
+                msgs.append(f"config key {here}: {ename!r} is not an experiment; allowed: {allowed}")
+            elif not federated(ename):
+                msgs.append(f"config key {here}: experiment {ename!r} runs no federated method, so "
+                            f"it has no step rule or batch size for Table 1; allowed: {allowed}")
+            elif (rule := exps[ename].get("step", {}).get("rule")) != key:
+                msgs.append(f"config key {here}: experiment {ename!r} has step rule {rule!r}, not "
+                            f"{key!r}; allowed: {allowed}")
+            else:
+                ok[key] = ename
+        if len(ok) == 2 and exps[ok["fixed"]]["dataset"] != exps[ok["decaying"]]["dataset"]:
+            dataset = exps[ok["fixed"]]["dataset"]
+            right = [e for e in exps if fits(e, "decaying", dataset)]
+            msgs.append(f"config key {_key(['tables', 'table1', 'rows', i, 'decaying'])}: experiment "
+                        f"{ok['decaying']!r} runs dataset {exps[ok['decaying']]['dataset']!r}, the "
+                        f"row's fixed experiment {ok['fixed']!r} runs {dataset!r}; a row describes "
+                        f"one problem; allowed: "
+                        f"{', '.join(right) or f'none in this config runs {dataset!r} with a decaying step'}")
+    return msgs
+
+
 def _figure_and_table_errors(config: dict) -> list[str]:
     msgs = []
     exps = config["experiments"]
@@ -376,18 +416,7 @@ def _figure_and_table_errors(config: dict) -> list[str]:
                             f"bias (lsa.experiments) is predicted with every agent in every round; "
                             f"allowed: null (full participation)")
     tables = config.get("tables", {})
-    for i, row in enumerate(tables.get("table1", {}).get("rows", [])):
-        for key in ("fixed", "decaying"):
-            if row[key] not in exps:
-                msgs.append(f"config key {_key(['tables', 'table1', 'rows', i, key])}: {row[key]!r} "
-                            f"is not an experiment; allowed: {', '.join(exps)}")
-                continue
-            rule = exps[row[key]].get("step", {}).get("rule")
-            if rule != key:
-                right = [e for e, x in exps.items() if x.get("step", {}).get("rule") == key]
-                msgs.append(f"config key {_key(['tables', 'table1', 'rows', i, key])}: experiment "
-                            f"{row[key]!r} has step rule {rule!r}, not {key!r}; allowed: "
-                            f"{', '.join(right) or f'none in this config has a {key} step'}")
+    msgs += _table1_errors(config)
     for r, ename in tables.get("table2", {}).get("experiments", {}).items():
         where = ["tables", "table2", "experiments", r]
         if ename not in exps:

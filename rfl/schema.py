@@ -78,11 +78,35 @@ def allowed(schema: dict) -> str | None:
     return what
 
 
+_TYPE_TEXT = {"null": "null", "object": "a mapping", "array": "a list", "string": "a string",
+              "boolean": "true or false"}
+
+
+def _branch(schema: dict) -> str:
+    """One alternative of a ``oneOf``/``anyOf``, in words."""
+    what = allowed(schema)
+    if what is None:
+        types = schema.get("type")
+        types = [types] if isinstance(types, str) else list(types or [])
+        what = " or ".join(_TYPE_TEXT.get(t, t) for t in types) or "a value of another form"
+        if schema.get("required"):
+            what += f" with key {', '.join(schema['required'])}"
+    return what
+
+
 def describe(err: ValidationError) -> str:
-    """``err``'s message, with what its schema allows when the value is a number out of
-    bounds or not a finite number."""
-    numeric = err.validator in ("type", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
-    what = allowed(err.schema) if numeric and isinstance(err.schema, dict) else None
+    """``err``'s message and what its schema allows: the range of a number, the alternatives
+    of a ``oneOf``, distinct or enough items of a list."""
+    schema = err.schema if isinstance(err.schema, dict) else {}
+    what = None
+    if err.validator in ("type", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+        what = allowed(schema)
+    elif err.validator in ("oneOf", "anyOf"):
+        what = "; or ".join(_branch(b) for b in err.validator_value if isinstance(b, dict))
+    elif err.validator == "uniqueItems":
+        what = "a list without repeated items"
+    elif err.validator == "minItems":
+        what = f"a list of at least {err.validator_value} item(s)"
     return f"{err.message}; allowed: {what}" if what else err.message
 
 
