@@ -313,7 +313,8 @@ def _name_error(command: str, name: str, value: str) -> str | None:
         if not Path(value).name.endswith(want) or Path(value).name == want:
             return f"{command}: {arg} {value} must be a file name ending in {want}; allowed: e.g. x{want}"
     elif Path(value).name != want:
-        return f"{command}: {arg} {value} must be named {want} (the file the step fetches); allowed: DIR/{want}"
+        return (f"{command}: {arg} {value} must be named {want} (the file the step fetches); "
+                f"allowed: DIR/{want}")
     return None
 
 

@@ -352,12 +352,13 @@ def _table1_errors(config: dict) -> list[str]:
                 ok[key] = ename
         if len(ok) == 2 and exps[ok["fixed"]]["dataset"] != exps[ok["decaying"]]["dataset"]:
             dataset = exps[ok["fixed"]]["dataset"]
-            right = [e for e in exps if fits(e, "decaying", dataset)]
+            right = [e for e in exps if fits(e, "decaying", dataset)] or [
+                f"none in this config runs {dataset!r} with a decaying step"]
             msgs.append(f"config key {_key(['tables', 'table1', 'rows', i, 'decaying'])}: experiment "
                         f"{ok['decaying']!r} runs dataset {exps[ok['decaying']]['dataset']!r}, the "
                         f"row's fixed experiment {ok['fixed']!r} runs {dataset!r}; a row describes "
                         f"one problem; allowed: "
-                        f"{', '.join(right) or f'none in this config runs {dataset!r} with a decaying step'}")
+                        f"{', '.join(right)}")
     return msgs
 
 

@@ -101,7 +101,8 @@ def _validate(cfg) -> tuple[int, str, str]:
 
 
 # ---- 1. the fuzz ---------------------------------------------------------------------------
-@settings(max_examples=int(os.environ.get("RFL_PROPERTY_EXAMPLES", "100")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=int(os.environ.get("RFL_PROPERTY_EXAMPLES", "100")), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(st.sampled_from(LEAVES), st.sampled_from(BAD_NUMBERS)),
                 min_size=1, max_size=3))
 def test_bad_numbers_in_any_leaf_are_accepted_or_refused_in_one_message(mutations):
