@@ -346,6 +346,15 @@ def _unknown_options(parser: argparse.ArgumentParser, argv: list[str]) -> str | 
     return None
 
 
+#: the name each written file must have, by argument: a suffix, or (fetch-school) a file name;
+#: a figure's format follows its suffix, and a table's .md and .tex go beside its .csv
+_OUTPUT_NAMES = {
+    "out": ".npz", "reference": ".npz", "out_table": ".csv", "tables": ".csv",
+    "out_meta": ".json", "metas": ".json", "out_pdf": ".pdf", "figures": ".pdf",
+    "out_csv": ".csv", "out_md": ".md",
+}
+_OUTPUT_NAMES_BY_COMMAND = {("fetch-school", "out"): "ILEA567.DAT", ("fetch-source", "out"): None}
+
 #: per subcommand, the arguments that name files it writes, and the suffixes it writes beside them
 _OUTPUTS = {
     "data": (("out", "reference"), ()), "reference": (("out",), ()),
@@ -378,6 +387,21 @@ def _output_error(path: str) -> str | None:
     return None
 
 
+def _name_error(command: str, name: str, value: str) -> str | None:
+    """Why ``value`` is no name for output ``name`` of ``command`` (``_OUTPUT_NAMES``)."""
+    want = _OUTPUT_NAMES_BY_COMMAND.get((command, name), _OUTPUT_NAMES.get(name))
+    arg = "--" + name if name in ("reference", "tables", "metas", "figures") else name.upper()
+    if want is None:                           # fetch-source: checked against rfl/data/sources.py
+        return None
+    if want.startswith("."):
+        if not Path(value).name.endswith(want) or Path(value).name == want:
+            return f"{command}: {arg} {value} must be a file name ending in {want}; allowed: e.g. x{want}"
+    elif Path(value).name != want:
+        return (f"{command}: {arg} {value} must be named {want} (the file the step fetches); "
+                f"allowed: DIR/{want}")
+    return None
+
+
 def _check_outputs(args) -> str | None:
     names, beside = _OUTPUTS.get(args.command, ((), ()))
     for name in names:
@@ -385,6 +409,9 @@ def _check_outputs(args) -> str | None:
         for value in values if isinstance(values, list) else [values]:
             if value is None:                  # an optional output not given
                 continue
+            why = _name_error(args.command, name, value)
+            if why:
+                return why
             for path in [value] + [str(Path(value).with_suffix(x)) for x in beside]:
                 why = _output_error(path)
                 if why:
@@ -551,9 +578,7 @@ def _main(argv: list[str]) -> int:
             pooch.get_logger().setLevel("WARNING")   # the error line, not a progress line
             out = Path(args.out)
             _work_starts()
-            got = fetch_ilea(out.parent, mirror=spec.get("mirror"))
-            if got.resolve() != out.resolve():
-                raise RuntimeError(f"fetched {got}, expected {out}")
+            fetch_ilea(out.parent, mirror=spec.get("mirror"))   # OUT is DIR/ILEA567.DAT
         elif args.command == "fetch-source":
             import pooch
 

@@ -22,10 +22,8 @@ from __future__ import annotations
 
 import copy
 import functools
-import math
 import os
 import re
-import sys
 from pathlib import Path
 
 import jsonschema
@@ -35,6 +33,7 @@ from rfl import participation
 from rfl.participation import tag as participation_tag
 from rfl.registry import (ALGORITHMS, MANIFOLDS, PARTICIPATION, PROBLEMS, REGISTRIES,
                           RegistryError)
+from rfl.schema import Validator, describe
 
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "config" / "schema.yaml"
 #: the metric columns of every run table (``rfl.runner.COLUMNS``); a problem adds its ``metrics``
@@ -64,43 +63,7 @@ def load_schema(path: str | Path = SCHEMA_PATH) -> dict:
     return schema
 
 
-def _is_integer(checker, instance) -> bool:
-    """JSON Schema counts 2.0 as an integer; a count, seed or size here must be a true int."""
-    return isinstance(instance, int) and not isinstance(instance, bool)
-
-
-def _is_number(checker, instance) -> bool:
-    """A finite int or float: NaN compares false with every bound, and no parameter is infinite."""
-    if isinstance(instance, bool):
-        return False
-    if isinstance(instance, int):      # no math.isfinite: it would overflow on 10**400
-        return abs(instance) <= sys.float_info.max
-    return isinstance(instance, float) and math.isfinite(instance)
-
-
-def _bound(keyword: str, compare, text: str):
-    """JSON Schema's ``keyword`` for every int (exact, however large) and finite float: the
-    built-in one skips what ``_is_number`` refuses, such as an int beyond the float range."""
-    def check(validator, bound, instance, schema):
-        if (isinstance(instance, (int, float)) and not isinstance(instance, bool)
-                and not (isinstance(instance, float) and math.isnan(instance))
-                and not compare(instance, bound)):
-            yield jsonschema.exceptions.ValidationError(f"{instance!r} is {text} {bound!r}")
-    return check
-
-
-_Validator = jsonschema.validators.extend(
-    jsonschema.Draft202012Validator,
-    validators={
-        "maximum": _bound("maximum", lambda v, b: v <= b, "greater than the maximum of"),
-        "minimum": _bound("minimum", lambda v, b: v >= b, "less than the minimum of"),
-        "exclusiveMaximum": _bound("exclusiveMaximum", lambda v, b: v < b,
-                                   "greater than or equal to the maximum of"),
-        "exclusiveMinimum": _bound("exclusiveMinimum", lambda v, b: v > b,
-                                   "less than or equal to the minimum of"),
-    },
-    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine_many(
-        {"integer": _is_integer, "number": _is_number}))
+_Validator = Validator
 
 
 def _key_errors(obj, path=()) -> list[str]:
@@ -122,7 +85,7 @@ def _key_errors(obj, path=()) -> list[str]:
 def _describe(err, prefix=()) -> str:
     path = list(prefix) + list(err.absolute_path)
     allowed = f"; allowed: {', '.join(map(str, err.validator_value))}" if err.validator == "enum" else ""
-    return f"config key {_key(path)}: {_short(err.message)}{allowed}"
+    return f"config key {_key(path)}: {_short(describe(err) if not allowed else err.message)}{allowed}"
 
 
 def _short(text: str) -> str:
@@ -412,6 +375,47 @@ def _run_id_errors(exp: dict, where: list) -> list[str]:
     return msgs
 
 
+def _table1_errors(config: dict) -> list[str]:
+    """Each row of Table 1 (the parameters of one synthetic problem and of its two federated
+    experiments): a ``fixed`` and a ``decaying`` experiment, each with federated methods and
+    that step rule, both on the same dataset (the row's d, S, N, ... are that dataset's)."""
+    msgs, exps = [], config["experiments"]
+
+    def federated(ename):
+        return any(_algorithm(m["algorithm"]).federated for m in exps[ename]["methods"])
+
+    def fits(ename, key, dataset=None):
+        return (federated(ename) and exps[ename].get("step", {}).get("rule") == key
+                and dataset in (None, exps[ename]["dataset"]))
+
+    for i, row in enumerate(config.get("tables", {}).get("table1", {}).get("rows", [])):
+        ok = {}
+        for key in ("fixed", "decaying"):
+            here, ename = _key(["tables", "table1", "rows", i, key]), row[key]
+            right = [e for e in exps if fits(e, key)]
+            allowed = ", ".join(right) or f"none in this config has federated methods and a {key} step"
+            if ename not in exps:
+                msgs.append(f"config key {here}: {ename!r} is not an experiment; allowed: {allowed}")
+            elif not federated(ename):
+                msgs.append(f"config key {here}: experiment {ename!r} runs no federated method, so "
+                            f"it has no step rule or batch size for Table 1; allowed: {allowed}")
+            elif (rule := exps[ename].get("step", {}).get("rule")) != key:
+                msgs.append(f"config key {here}: experiment {ename!r} has step rule {rule!r}, not "
+                            f"{key!r}; allowed: {allowed}")
+            else:
+                ok[key] = ename
+        if len(ok) == 2 and exps[ok["fixed"]]["dataset"] != exps[ok["decaying"]]["dataset"]:
+            dataset = exps[ok["fixed"]]["dataset"]
+            right = [e for e in exps if fits(e, "decaying", dataset)] or [
+                f"none in this config runs {dataset!r} with a decaying step"]
+            msgs.append(f"config key {_key(['tables', 'table1', 'rows', i, 'decaying'])}: experiment "
+                        f"{ok['decaying']!r} runs dataset {exps[ok['decaying']]['dataset']!r}, the "
+                        f"row's fixed experiment {ok['fixed']!r} runs {dataset!r}; a row describes "
+                        f"one problem; allowed: "
+                        f"{', '.join(right)}")
+    return msgs
+
+
 def _figure_and_table_errors(config: dict) -> list[str]:
     msgs = []
     exps = config["experiments"]
@@ -467,18 +471,7 @@ def _figure_and_table_errors(config: dict) -> list[str]:
                             f"bias (lsa.experiments) is predicted with every agent in every round; "
                             f"allowed: null (full participation)")
     tables = config.get("tables", {})
-    for i, row in enumerate(tables.get("table1", {}).get("rows", [])):
-        for key in ("fixed", "decaying"):
-            if row[key] not in exps:
-                msgs.append(f"config key {_key(['tables', 'table1', 'rows', i, key])}: {row[key]!r} "
-                            f"is not an experiment; allowed: {', '.join(exps)}")
-                continue
-            rule = exps[row[key]].get("step", {}).get("rule")
-            if rule != key:
-                right = [e for e, x in exps.items() if x.get("step", {}).get("rule") == key]
-                msgs.append(f"config key {_key(['tables', 'table1', 'rows', i, key])}: experiment "
-                            f"{row[key]!r} has step rule {rule!r}, not {key!r}; allowed: "
-                            f"{', '.join(right) or f'none in this config has a {key} step'}")
+    msgs += _table1_errors(config)
     for r, ename in tables.get("table2", {}).get("experiments", {}).items():
         where = ["tables", "table2", "experiments", r]
         if ename not in exps:

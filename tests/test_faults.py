@@ -81,10 +81,20 @@ def _mirror() -> Path | None:
     return d if any((d / p).is_file() for p in (sch.ILEA_FILENAME, "raw/" + sch.ILEA_FILENAME)) else None
 
 
+def _anchors_mirror() -> bool:
+    """Whether $RFL_ANCHORS_MIRROR holds every pinned source (the smoke workflow's WordNet and
+    MNIST datasets read them; offline, nothing else can)."""
+    from rfl.data import sources
+
+    return all(sources.find_in_mirror(name) is not None for name in sources.SOURCES)
+
+
 needs_workflow = pytest.mark.skipif(
-    SNAKEMAKE is None or RFL is None or _mirror() is None or bool(os.environ.get("RFL_SKIP_WORKFLOW")),
-    reason="needs snakemake and rfl on PATH and the School data (set RFL_SCHOOL_MIRROR to a "
-           "directory holding ILEA567.DAT); "
+    SNAKEMAKE is None or RFL is None or _mirror() is None or not _anchors_mirror()
+    or bool(os.environ.get("RFL_SKIP_WORKFLOW")),
+    reason="needs snakemake and rfl on PATH, the School data (set RFL_SCHOOL_MIRROR to a "
+           "directory holding ILEA567.DAT) and the WordNet and MNIST files (set "
+           "RFL_ANCHORS_MIRROR to a copy of the anchors' data/ folder); "
            "RFL_SKIP_WORKFLOW=1 skips the workflow runs (several minutes on a busy machine)")
 
 

@@ -195,8 +195,10 @@ def test_lrmc_rank_columns_and_entry_budgets():
     assert refused(LRMC, {**good, "test_fraction": tf_max}) == {}
     msg = refused(LRMC, {**good, "test_fraction": tf_max + 1 / 288})["test_fraction"]
     assert msg.startswith(f"{k_train} training + {288 - k_train + 1} test") and "m n = 288" in msg
-    # defaults OS = 6, test_fraction = 0.1: 6 * 2 * 34 = 408 > 288 entries
-    assert "test_fraction" in refused(LRMC, {"m": 12, "n": 24, "r": 2, "S": 3})
+    # defaults OS = 6, test_fraction = 0.1: 6 * 2 * 34 = 408 > 288 entries before any test
+    # entry, so OS is named, with its largest value m n / (r (m + n - r)) = 288 / 68
+    msg = refused(LRMC, {"m": 12, "n": 24, "r": 2, "S": 3})["OS"]
+    assert "m n = 288" in msg and f"OS <= {288 / 68:.4g}" in msg
 
 
 def test_multitask_rank_and_task_rows():

@@ -144,12 +144,11 @@ class Declared:
                             f"{', '.join(self.options) or 'none'}")
         for key, value in {**self.option_defaults(), **given}.items():
             # imported only for an algorithm with options: a run without pays no import
-            import jsonschema
+            from rfl.schema import describe, first_error
 
-            try:
-                jsonschema.validate(value, self.options[key])
-            except jsonschema.ValidationError as exc:
-                raise ValueError(f"{self.name} option {key} = {value!r}: {exc.message}") from None
+            err = first_error(value, self.options[key])
+            if err is not None:
+                raise ValueError(f"{self.name} option {key} = {value!r}: {describe(err)}")
             setattr(self, key, value)
 
 

@@ -217,13 +217,17 @@ class RLBFGS(CentralizedSolver):
                 sk, yk = sk / norm_sk, yk / norm_sk
                 inner_sy = self._inner(x_new, sk, yk)
                 inner_ss = float(m.norm(x_new[None], sk[None])[0]) ** 2
-                accept = inner_ss != 0 and inner_sy / inner_ss >= self.cautious * gnorm
+                inner_yy = self._inner(x_new, yk, yk)
+                # <s, y> > 0 and <y, y> > 0 as well: the cautious test alone accepts y_k = 0 at
+                # gnorm = 0, and <y, y> rounds to 0 (Lorentz: by cancellation) for tiny y_k
+                accept = (inner_ss != 0 and inner_sy > 0 and inner_yy > 0
+                          and inner_sy / inner_ss >= self.cautious * gnorm)
             if len(rho):
                 SY = self._transport_many(x, x_new, np.concatenate([S, Y]))
                 S, Y = SY[:len(rho)], SY[len(rho):]
             if accept:
                 self.accepted_pairs += 1
-                gamma = inner_sy / self._inner(x_new, yk, yk)
+                gamma = inner_sy / inner_yy
                 if self.memory > 0:
                     S = np.concatenate([S, sk[None]])[-self.memory:]
                     Y = np.concatenate([Y, yk[None]])[-self.memory:]

@@ -205,8 +205,8 @@ def label(participation) -> str | None:
 def check(participation, n_agents: int | None) -> list[tuple[list, str]]:
     """What is wrong with a config's ``participation``: [(sub-key path, message)], empty when
     fine (the scheme's name, its options against their schemas, and ``check_options``)."""
-    import jsonschema
     from rfl.registry import PARTICIPATION
+    from rfl.schema import describe, first_error
 
     if participation is None:
         return []
@@ -230,10 +230,9 @@ def check(participation, n_agents: int | None) -> list[tuple[list, str]]:
             out.append(([key], f"scheme {name} takes no option {key!r}; allowed: "
                                f"{', '.join(cls.options) or 'none'}"))
             continue
-        try:
-            jsonschema.validate(value, cls.options[key])
-        except jsonschema.ValidationError as exc:
-            out.append(([key], f"{value!r}: {exc.message}"))
+        err = first_error(value, cls.options[key])
+        if err is not None:
+            out.append(([key], f"{value!r}: {describe(err)}"))
     if not out:
         out.extend(([k], msg) for k, msg in cls.check_options({**cls.option_defaults(), **participation},
                                                               n_agents))

@@ -24,6 +24,14 @@ REGISTERED_REQUIRES = ("from_arrays", "local_sizes_from", "generate", "minibatch
 COUNT = {"type": "integer", "minimum": 1}
 POSITIVE = {"type": "number", "exclusiveMinimum": 0}
 NONNEGATIVE = {"type": "number", "minimum": 0}
+#: the largest factor a parameter may scale unit-size data by (and 1 / it the smallest): the
+#: square of such data, in a cost, and sums of many squares stay far inside the float range
+#: (about 1.8e308; 1e308 noise overflows the samples, 1e-308 underflows their squares)
+MAX_SCALE = 1e100
+#: a noise level or spread: 0 or up to MAX_SCALE
+SCALE = {"type": "number", "minimum": 0, "maximum": MAX_SCALE}
+#: a positive scale factor, within [1 / MAX_SCALE, MAX_SCALE]
+POSITIVE_SCALE = {"type": "number", "minimum": 1 / MAX_SCALE, "maximum": MAX_SCALE}
 
 
 def object_schema(required: dict, optional: dict | None = None, **keywords) -> dict:

@@ -14,7 +14,7 @@ from rfl.data import cpesph as data
 from rfl.manifolds import Sphere
 
 from ._batching import agent_rows, gram_apply, is_full_batch, local_gram
-from .base import COUNT, POSITIVE, SampleArrayProblem, object_schema
+from .base import COUNT, SampleArrayProblem, object_schema
 
 
 class CPESph(SampleArrayProblem):
@@ -23,7 +23,10 @@ class CPESph(SampleArrayProblem):
     name = "cpesph"
     manifold_class = Sphere
     params_schema = object_schema(
-        required={"d": {"type": "integer", "minimum": 5}, "nu": POSITIVE, "S": COUNT, "N": COUNT},
+        required={"d": {"type": "integer", "minimum": 5},
+                  "nu": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1 / 1.4,
+                         "description": "Sigma's smallest fixed entry 1 - 1.4 nu stays > 0"},
+                  "S": COUNT, "N": COUNT},
         optional={"heterogeneous": {"type": "boolean"}})
     test_params = {"d": 5, "nu": 0.1, "S": 3, "N": 8}
 

@@ -22,7 +22,7 @@ import numpy as np
 from rfl.data import wordnet
 from rfl.manifolds import Lorentz
 
-from .base import COUNT, POSITIVE, Problem, object_schema
+from .base import COUNT, POSITIVE, POSITIVE_SCALE, Problem, object_schema
 
 
 def _d_over_sinh(c: np.ndarray) -> np.ndarray:
@@ -43,7 +43,7 @@ class HSP(Problem):
         required={"S": COUNT},
         optional={"test_node": {"type": "integer", "minimum": 1, "maximum": wordnet.N_NODES,
                                 "description": "held-out node, 1-based (100 = primate)"},
-                  "sigma": POSITIVE, "lam": POSITIVE},
+                  "sigma": POSITIVE_SCALE, "lam": POSITIVE},
         description="WordNet mammals; defaults from HSPHyper_WordNet_Fixed.m")
     raw_inputs = ("wordnet_features", "wordnet_poincare")
     metrics = ("dist_true",)

@@ -47,7 +47,7 @@ import numpy as np
 from rfl.data import lrmc as data
 from rfl.manifolds import Grassmann
 
-from .base import COUNT, NONNEGATIVE, Problem, object_schema
+from .base import COUNT, SCALE, Problem, object_schema
 
 
 def _gather(x: np.ndarray, rows: np.ndarray, valid: np.ndarray) -> np.ndarray:
@@ -177,8 +177,8 @@ class LowRankMatrixCompletion(Problem):
     params_schema = object_schema(
         required={"m": {"type": "integer", "minimum": 2}, "n": COUNT, "r": COUNT, "S": COUNT},
         optional={"OS": {"type": "number", "exclusiveMinimum": 0},
-                  "noise": NONNEGATIVE,
-                  "test_fraction": {"type": "number", "minimum": 0, "exclusiveMaximum": 1}},
+                  "noise": SCALE,
+                  "test_fraction": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1}},
         description="m x n rank-r matrix, n columns dealt to S agents; OS: training entries "
                     "per degree of freedom r (m + n - r); test_fraction: test entries / (m n)")
     test_params = {"m": 12, "n": 24, "r": 2, "S": 3, "OS": 2.0, "noise": 0.1, "test_fraction": 0.2}
@@ -198,8 +198,20 @@ class LowRankMatrixCompletion(Problem):
             out.append(("r", f"{r} is not below m = {m}; allowed: 1..{m - 1}"))
         if n % S:
             out.append(("n", f"{n} columns are not a multiple of S = {S} agents; allowed: n = k S"))
-        k_train = data.n_train(m, n, r, params.get("OS", 6.0))
-        k_test = data.n_test(m, n, params.get("test_fraction", 0.1))
+        if out:                      # the budgets below assume r < m
+            return out
+        OS, test_fraction = params.get("OS", 6.0), params.get("test_fraction", 0.1)
+        dof = data.degrees_of_freedom(m, n, r)
+        if OS > m * n / dof:         # compared before OS dof is rounded to an int (it may be inf)
+            return [("OS", f"{OS} r (m + n - r) training entries exceed the m n = {m * n} entries; "
+                           f"allowed: OS <= {m * n / dof:.4g}")]
+        k_train = data.n_train(m, n, r, OS)
+        k_test = data.n_test(m, n, test_fraction)
+        if k_test < 1:
+            out.append(("test_fraction", f"{test_fraction} of the m n = {m * n} entries rounds to "
+                                         f"no test entry, and the test metrics (test_rmse, "
+                                         f"test_rmse_refit) need one; allowed: test_fraction >= "
+                                         f"{1 / (m * n):.4g}"))
         if k_train < r * n:
             out.append(("OS", f"{k_train} training entries are fewer than r n = {r * n} (r per "
                               f"column); allowed: OS >= {r * n / data.degrees_of_freedom(m, n, r):.4g}"))

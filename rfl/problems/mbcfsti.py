@@ -22,7 +22,7 @@ from rfl.data import mbcfsti as data
 from rfl.manifolds import Stiefel
 
 from ._batching import agent_rows, kernel_inputs, kernels
-from .base import COUNT, NONNEGATIVE, Problem, object_schema
+from .base import COUNT, SCALE, Problem, object_schema
 
 
 class MBCFSti(Problem):
@@ -32,7 +32,7 @@ class MBCFSti(Problem):
     manifold_class = Stiefel
     params_schema = object_schema(
         required={"d": {"type": "integer", "minimum": 2}, "p": COUNT, "S": COUNT, "N": COUNT},
-        optional={"heterogeneity": NONNEGATIVE})
+        optional={"heterogeneity": SCALE})
     test_params = {"d": 5, "p": 2, "S": 3, "N": 4}
 
     @classmethod

@@ -115,7 +115,7 @@ from rfl.data.school import nmse, unpad
 from rfl.manifolds import Grassmann
 
 from ._batching import CHUNK_BYTES, kernel_inputs, kernels
-from .base import COUNT, NONNEGATIVE, Problem, object_schema
+from .base import COUNT, NONNEGATIVE, SCALE, Problem, object_schema
 
 #: lambda of the paper's School experiment (Section 5.2).
 SCHOOL_LAMBDA = 1e-3
@@ -193,7 +193,7 @@ class MultitaskFeatures(Problem):
     metric_labels = {"subspace_dist": r"dist$(\mathcal{U}_t, \mathcal{U}^*)$"}
     params_schema = object_schema(
         required={"S": COUNT, "N": COUNT, "m": {"type": "integer", "minimum": 2}, "r": COUNT},
-        optional={"d_min": COUNT, "d_max": COUNT, "noise": NONNEGATIVE, "lam": NONNEGATIVE})
+        optional={"d_min": COUNT, "d_max": COUNT, "noise": SCALE, "lam": NONNEGATIVE})
     test_params = {"S": 3, "N": 4, "m": 6, "r": 2, "d_min": 3, "d_max": 6, "noise": 0.1,
                    "lam": 0.05}
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import COUNT, NONNEGATIVE, object_schema
+from .base import COUNT, MAX_SCALE, SCALE, object_schema
 from .kpca import KPCA
 
 
@@ -54,7 +54,7 @@ class PCAStiefelSynthetic(KPCA):
         required={"d": {"type": "integer", "minimum": 1}, "r": COUNT, "S": COUNT, "N": COUNT,
                   "block": COUNT},
         optional={"n_blocks": COUNT,
-                  "scales": {"type": "array", "minItems": 1, "items": NONNEGATIVE}},
+                  "scales": {"type": "array", "minItems": 1, "items": SCALE}},   # 0: rows of zeros
         description="S agents of N rows in R^d from blocks of `block` rows; block b scaled by "
                     "b / n_blocks, or by scales[b]")
     test_params = {"d": 6, "r": 2, "S": 3, "N": 8, "block": 4, "n_blocks": 10}
@@ -67,11 +67,19 @@ class PCAStiefelSynthetic(KPCA):
 
     @classmethod
     def check_params(cls, params):
-        """r <= d; the S N rows within n_blocks blocks, or one scale per block they cover."""
+        """r <= d; block <= S N; the S N rows within n_blocks blocks, or one scale per block
+        they cover; the smallest scale 1 / n_blocks no smaller than 1 / MAX_SCALE."""
         out = []
         d, r, S, N, block = (params[k] for k in ("d", "r", "S", "N", "block"))
         if r > d:
             out.append(("r", f"{r} is larger than d = {d}; allowed: 1..{d}"))
+        if block > S * N:
+            return out + [("block", f"{block} rows is more than the S N = {S * N} rows; "
+                                    f"allowed: 1..{S * N}")]
+        if params.get("n_blocks", 1) > MAX_SCALE:
+            out.append(("n_blocks", f"{params['n_blocks']} blocks make the first block's scale "
+                                    f"1 / n_blocks smaller than 1 / {MAX_SCALE:g}; allowed: "
+                                    f"n_blocks <= {MAX_SCALE:g}"))
         needed = -(-S * N // block)
         if "scales" in params and len(params["scales"]) < needed:
             out.append(("scales", f"{len(params['scales'])} scales for the {needed} blocks of "
