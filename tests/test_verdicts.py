@@ -22,8 +22,17 @@ from rfl import cli, io
 from rfl.reporting import reproduction as R
 from rfl.reporting import school as SCH
 from rfl.reporting.reproduction import INSUFFICIENT, NOT, PARTLY, REPRODUCED, Report
+from rfl.claims import curves as C
+from rfl.claims.rules.contraction_in_k import order as contraction_order
+from rfl.claims.rules.linear_rate import case as linear_case
+from rfl.claims.verdicts import OK
 from rfl.runner import COLUMNS
 from rfl.testing.run_files import write_run as write_run_files
+
+
+def is_linear(fit: dict) -> bool:
+    """The linear-rate case of a fit holds (``linear_rate``'s defaults: R^2 >= 0.9, a 2x decrease)."""
+    return linear_case(fit, pd.Series(dtype=float), 0.9, 2.0)[0] == OK
 
 
 # ---- result files -----------------------------------------------------------------------------
@@ -131,13 +140,13 @@ def test_verdict_from_counts(n_ok, n, missing, want):
 # ---- linear phase -----------------------------------------------------------------------------
 def test_linear_phase_of_an_exact_geometric_curve():
     r, T = 0.5, 30
-    fit = R.linear_phase(pd.Series(geometric(r, T)))
+    fit = C.linear_phase(pd.Series(geometric(r, T)))
     assert fit["status"] == "ok"
     assert fit["rate"] == pytest.approx(r, rel=1e-12) and fit["r2"] == pytest.approx(1.0, abs=1e-12)
     # 90% of the total log-decrease (30 log 2) is first made at t = 27
     assert fit["rounds"] == 27 and fit["decrease"] == pytest.approx(2.0 ** 27, rel=1e-9)
     assert fit["start"] == 1.0
-    assert R.is_linear(fit)
+    assert is_linear(fit)
 
 
 def test_linear_phase_stops_where_the_curve_levels_off():
@@ -145,19 +154,19 @@ def test_linear_phase_stops_where_the_curve_levels_off():
     sees only the geometric part and the level is the floor."""
     r = 0.7
     curve = pd.Series(np.maximum(geometric(r, 60), r ** 20))
-    fit = R.linear_phase(curve)
+    fit = C.linear_phase(curve)
     assert fit["rounds"] == 18
     assert fit["rate"] == pytest.approx(r, rel=1e-10) and fit["r2"] == pytest.approx(1.0, abs=1e-10)
     assert fit["decrease"] == pytest.approx(r ** -18, rel=1e-10)
     assert fit["plateau"] == pytest.approx(r ** 20, rel=1e-12)
-    assert R.is_linear(fit)
+    assert is_linear(fit)
 
 
 def test_plateau_is_the_median_of_the_last_tenth():
     curve = pd.Series(np.r_[np.full(90, 5.0), np.arange(10.0)])      # last 10: 0..9
-    assert R.plateau(curve) == 4.5
-    assert R.plateau(pd.Series([9.0, 1.0, 2.0, 3.0])) == 2.0         # at least three rounds
-    assert R.plateau(pd.Series(np.r_[np.full(28, 7.0), [1.0, 2.0]])) == 2.0   # 30 rounds: last 3
+    assert C.plateau(curve) == 4.5
+    assert C.plateau(pd.Series([9.0, 1.0, 2.0, 3.0])) == 2.0         # at least three rounds
+    assert C.plateau(pd.Series(np.r_[np.full(28, 7.0), [1.0, 2.0]])) == 2.0   # 30 rounds: last 3
 
 
 @pytest.mark.parametrize("L", [0.5, 5.0])
@@ -165,30 +174,30 @@ def test_linear_phase_of_a_step_is_not_linear(L):
     """log c = 0, 0, 0, -L, -L, ...: the fit covers t = 0..3 (the first round with 90% of the
     decrease), and R^2 is the squared correlation of (0, 1, 2, 3) with (0, 0, 0, -1) = 0.6."""
     curve = pd.Series(np.exp(np.r_[0.0, 0.0, 0.0, np.full(20, -L)]))
-    fit = R.linear_phase(curve)
+    fit = C.linear_phase(curve)
     assert fit["rounds"] == 3
     assert fit["r2"] == pytest.approx(np.corrcoef([0, 1, 2, 3], [0, 0, 0, -1])[0, 1] ** 2)
     assert fit["rate"] < 1 and fit["decrease"] == pytest.approx(np.exp(L))
-    assert not R.is_linear(fit)
+    assert not is_linear(fit)
 
 
 def test_linear_phase_window_where_90_percent_is_not_a_whole_round():
     """0.5^t over 25 rounds: 90% of the decrease is 22.5 halvings, first made at t = 23."""
-    fit = R.linear_phase(pd.Series(geometric(0.5, 25)))
+    fit = C.linear_phase(pd.Series(geometric(0.5, 25)))
     assert fit["rounds"] == 23 and fit["decrease"] == pytest.approx(2.0 ** 23)
 
 
 def test_linear_phase_of_a_curve_that_reaches_zero():
     """An excess risk of exactly 0 is clipped to 1e-300 before the logarithm: a fit, no NaN."""
-    fit = R.linear_phase(pd.Series([1.0, 0.1, 0.01, 0.0, 0.0, 0.0]))
+    fit = C.linear_phase(pd.Series([1.0, 0.1, 0.01, 0.0, 0.0, 0.0]))
     assert fit["status"] == "ok" and np.isfinite(fit["rate"]) and np.isfinite(fit["r2"])
     assert fit["rounds"] == 3 and fit["decrease"] == pytest.approx(1e300)
 
 
 @pytest.mark.parametrize("curve", [np.ones(20), 1.0 + 0.01 * np.arange(20.0)])
 def test_a_flat_or_rising_curve_is_not_linear(curve):
-    fit = R.linear_phase(pd.Series(curve))
-    assert fit["status"] == "ok" and fit["rate"] >= 1 and not R.is_linear(fit)
+    fit = C.linear_phase(pd.Series(curve))
+    assert fit["status"] == "ok" and fit["rate"] >= 1 and not is_linear(fit)
     assert fit["rounds"] == 19                   # no decrease: the fit covers every round
     if curve[0] == curve[-1]:
         assert fit["r2"] == 1.0 and fit["rate"] == pytest.approx(1.0)
@@ -198,24 +207,24 @@ def test_a_slow_curve_that_does_not_halve_is_not_linear():
     """0.99^t over 40 rounds then flat: a clean geometric fit, but the excess risk does not
     halve (0.99^36 = 0.70 over the fitted rounds)."""
     curve = pd.Series(np.maximum(geometric(0.99, 80), 0.99 ** 40))
-    fit = R.linear_phase(curve)
+    fit = C.linear_phase(curve)
     assert fit["rate"] == pytest.approx(0.99) and fit["r2"] == pytest.approx(1.0)
     assert fit["decrease"] == pytest.approx(0.99 ** -36) and fit["decrease"] < 2
-    assert not R.is_linear(fit)
+    assert not is_linear(fit)
 
 
 @pytest.mark.parametrize("field, passing, failing", [
     ("rate", 1 - 1e-9, 1.0), ("r2", 0.9, 0.9 - 1e-9), ("decrease", 2.0, 2 - 1e-9)])
 def test_is_linear_thresholds(field, passing, failing):
     fit = {"status": "ok", "rate": 0.5, "r2": 0.99, "decrease": 10.0}
-    assert R.is_linear({**fit, field: passing})
-    assert not R.is_linear({**fit, field: failing})
+    assert is_linear({**fit, field: passing})
+    assert not is_linear({**fit, field: failing})
 
 
 def test_linear_phase_skips_rounds_without_a_value():
     values = geometric(0.5, 20)
     values[5] = np.nan                          # a round no seed has a value for
-    fit = R.linear_phase(pd.Series(values))
+    fit = C.linear_phase(pd.Series(values))
     assert fit["status"] == "ok" and fit["rate"] == pytest.approx(0.5, rel=1e-12)
     assert fit["r2"] == pytest.approx(1.0)
 
@@ -224,19 +233,19 @@ def test_linear_phase_skips_rounds_without_a_value():
     ([1.0], "insufficient"), ([1.0, 0.5], "insufficient"), ([np.nan, np.nan, np.nan], "insufficient"),
     ([1.0, np.inf], "diverged"), ([1.0, 0.5, 0.25, np.inf], "diverged")])
 def test_linear_phase_without_enough_rounds_or_after_divergence(values, status):
-    fit = R.linear_phase(pd.Series(values))
-    assert fit["status"] == status and not R.is_linear(fit)
+    fit = C.linear_phase(pd.Series(values))
+    assert fit["status"] == status and not is_linear(fit)
     if status == "diverged":
         assert fit["diverged_at"] == len(values) - 1
     if np.isfinite(values[0]):                   # start and level of what was recorded
-        assert fit["start"] == 1.0 and fit["plateau"] == R.plateau(pd.Series(values))
-    assert R.fit_note(2, fit) is not None
+        assert fit["start"] == 1.0 and fit["plateau"] == C.plateau(pd.Series(values))
+    assert linear_case(fit, pd.Series(dtype=float), 0.9, 2.0)[1] is not None
 
 
 def test_three_rounds_are_enough_for_a_fit():
-    fit = R.linear_phase(pd.Series([1.0, 0.25, 0.0625]))
-    assert fit["status"] == "ok" and fit["rate"] == pytest.approx(0.25) and R.is_linear(fit)
-    assert R.fit_note(1, fit) is None
+    fit = C.linear_phase(pd.Series([1.0, 0.25, 0.0625]))
+    assert fit["status"] == "ok" and fit["rate"] == pytest.approx(0.25) and is_linear(fit)
+    assert linear_case(fit, pd.Series(dtype=float), 0.9, 2.0)[1] is None
 
 
 # ---- the median over seeds --------------------------------------------------------------------
@@ -250,22 +259,22 @@ def _table(values, diverge_at=None):
 def test_median_curve_without_divergence_is_the_figures_median():
     from rfl.reporting.figures import summarise
     runs = [_table(geometric(r, 10)) for r in (0.3, 0.5, 0.9)]
-    got = R.median_curve(runs)
+    got = C.median_curve(runs)
     assert got.equals(summarise(runs, "excess_risk")["median"])
     assert np.allclose(got.values, geometric(0.5, 10))
 
 
 def test_a_diverged_seed_counts_as_infinite():
     a, b, c = geometric(0.3, 10), geometric(0.5, 10), geometric(0.9, 10)
-    one = R.median_curve([_table(a, diverge_at=4), _table(b), _table(c)])
+    one = C.median_curve([_table(a, diverge_at=4), _table(b), _table(c)])
     # rounds 0..3: median of the three; from 4 on: median of (inf, b, c) = c (the larger)
     assert np.allclose(one.values[:4], b[:4]) and np.allclose(one.values[4:], c[4:])
-    assert R.diverged_at(one) is None
-    two = R.median_curve([_table(a, diverge_at=4), _table(b, diverge_at=6), _table(c)])
+    assert C.diverged_at(one) is None
+    two = C.median_curve([_table(a, diverge_at=4), _table(b, diverge_at=6), _table(c)])
     assert np.isinf(two.values[6:]).all() and np.isfinite(two.values[:6]).all()
-    assert R.diverged_at(two) == 6
-    half = R.median_curve([_table(a, diverge_at=1), _table(b)])
-    assert R.diverged_at(half) == 1              # one of two seeds: the median is infinite
+    assert C.diverged_at(two) == 6
+    half = C.median_curve([_table(a, diverge_at=1), _table(b)])
+    assert C.diverged_at(half) == 1              # one of two seeds: the median is infinite
 
 
 # ---- Figure 1 ---------------------------------------------------------------------------------
@@ -368,7 +377,7 @@ def test_decaying_vs_fixed_compares_last_rounds_of_different_lengths():
     fixed, dec = pd.Series(geometric(0.5, 10, floor=0.01)), pd.Series(geometric(0.85, 40))
     assert R.decaying_vs_fixed(fixed, dec) == ("ok", None)           # 0.85^40 = 0.0015 < 0.011
     assert R.decaying_vs_fixed(dec, fixed)[0] == "fail"              # swapped: worse
-    assert R._last(dec, 10) == pytest.approx(0.85 ** 10)
+    assert C.last(dec, 10) == pytest.approx(0.85 ** 10)
 
 
 @pytest.mark.parametrize("fixed, dec, want", [
@@ -419,13 +428,13 @@ def test_rfedags_vs_rfedavg_within_a_factor_two(tmp_path, factor, want):
 
 def test_max_log_ratio():
     a = pd.Series([1.0, 2.0, 4.0])
-    assert R.max_log_ratio(a, a) == 0.0
-    assert R.max_log_ratio(a, a * 2) == pytest.approx(np.log(2))
-    assert R.max_log_ratio(a, pd.Series([1.0, 2.0, 4.0 * 3])) == pytest.approx(np.log(3))
-    assert R.max_log_ratio(a, pd.Series([1.0, np.inf, np.inf])) == np.inf      # one diverged
-    assert R.max_log_ratio(pd.Series([1.0, np.inf]), pd.Series([1.5, np.inf])) == pytest.approx(np.log(1.5))
-    assert np.isnan(R.max_log_ratio(pd.Series([np.nan]), pd.Series([1.0])))
-    assert R.max_log_ratio(pd.Series([0.0, 1.0]), pd.Series([1e-301, 1.0])) == 0.0   # both clipped
+    assert C.max_log_ratio(a, a) == 0.0
+    assert C.max_log_ratio(a, a * 2) == pytest.approx(np.log(2))
+    assert C.max_log_ratio(a, pd.Series([1.0, 2.0, 4.0 * 3])) == pytest.approx(np.log(3))
+    assert C.max_log_ratio(a, pd.Series([1.0, np.inf, np.inf])) == np.inf      # one diverged
+    assert C.max_log_ratio(pd.Series([1.0, np.inf]), pd.Series([1.5, np.inf])) == pytest.approx(np.log(1.5))
+    assert np.isnan(C.max_log_ratio(pd.Series([np.nan]), pd.Series([1.0])))
+    assert C.max_log_ratio(pd.Series([0.0, 1.0]), pd.Series([1e-301, 1.0])) == 0.0   # both clipped
 
 
 # ---- Figure 2 ---------------------------------------------------------------------------------
@@ -434,7 +443,7 @@ def test_max_log_ratio():
     ([0.5, 0.8], NOT), ([0.8, 0.5, 0.9], NOT), ([0.7], INSUFFICIENT), ([], INSUFFICIENT),
     ([np.inf, 0.5], REPRODUCED), ([0.5, np.inf], NOT), ([0.5, 0.8, 0.5], NOT), ([0.5, 0.9, 0.7], NOT)])
 def test_faster_in_K(rates, want):
-    assert R.faster_in_k(rates) == want
+    assert contraction_order(rates) == want
 
 
 def _figure2(tmp_path, curves: dict):
@@ -710,21 +719,6 @@ def test_scafflsa_without_a_curve_is_no_pass(tmp_path):
 
 
 # ---- heterogeneity: measurements only ---------------------------------------------------------
-def test_heterogeneity_section_reports_without_a_verdict(tmp_path):
-    rows = [{"problem": "CPESph", "method": m, "participation": s, "K": K, "mean": v, "std": 0.0,
-             "seeds": 2, "diverged": d}
-            for m, s, K, v, d in (("RFedAGS", 1.0, 1, 1e-3, 0), ("RFedAGS", 1.0, 8, 5e-3, 0),
-                                  ("RFedAGS", 0.5, 8, np.nan, 2), ("RFedSVRG", 1.0, 8, 1e-6, 0))]
-    path = tmp_path / "het.csv"
-    io.write_table(path, pd.DataFrame(rows))
-    rep = Report()
-    R.heterogeneity_section(rep, {"tables": {"heterogeneity": str(path)}})
-    text = "\n".join(rep.lines)
-    assert rep.summary == []
-    assert "- CPESph, K = 8: RFedAGS 0.005 (K = 1: 0.001), RFedSVRG 1e-06." in text
-    assert "K=1: 1: 0.001; K=8: 1: 0.005." in text
-
-
 # ---- the report through the command line ------------------------------------------------------
 def test_rfl_reproduction_end_to_end(tmp_path):
     """Figure 1 with a fixed run that diverges after one round, Figure 2, School and FedLSA,
@@ -810,7 +804,7 @@ def test_rfl_reproduction_on_a_real_run_that_diverges_after_one_round(tmp_path):
 # ---- the report's content for each rule (what a reader checks) ---------------------------------
 def test_rounds_to_counts_a_value_at_the_level():
     c = pd.Series([1.0, 0.5, 0.25, 0.125])
-    assert R.rounds_to(c, 0.25) == 2 and R.rounds_to(c, 0.3) == 2 and np.isnan(R.rounds_to(c, 0.1))
+    assert C.rounds_to(c, 0.25) == 2 and C.rounds_to(c, 0.3) == 2 and np.isnan(C.rounds_to(c, 0.1))
 
 
 def test_figure1_tables_and_notes(tmp_path):
@@ -824,7 +818,7 @@ def test_figure1_tables_and_notes(tmp_path):
     assert "- K = 1: 1 of 3 seeds diverged (first at round 30)" in text
     assert "the run diverged" not in text                     # two of three seeds did not
     # linear table: K = 2 fitted over the first 18 rounds (90% of log(1 + 1e6) ~ 20 halvings)
-    fit = R.linear_phase(pd.Series(f2))
+    fit = C.linear_phase(pd.Series(f2))
     assert f"| 2 | {1 + 1e-6:.4g} | {fit['rate']:.4g} | {fit['r2']:.4g} | {fit['rounds']} |" in text
     # decaying table: only K = 1, 2 (K = 4 has no decaying run); K = 2's value at round 40
     assert not any(line.startswith("| 4 | ") and "decaying" in line for line in rep.lines)
@@ -832,7 +826,7 @@ def test_figure1_tables_and_notes(tmp_path):
     assert row.split("|")[2:4] == [f" {f2[-1]:.4g} ", f" {d2[-1]:.4g} "]
     # larger-K table: rounds to reach the level, and the level reached, per K
     v, level, times = R.larger_k_faster({1: pd.Series(f1), 2: pd.Series(f2), 4: pd.Series(f2)})
-    assert f"| 2 | {times[2]:.4g} | {R.plateau(pd.Series(f2)):.4g} |" in text
+    assert f"| 2 | {times[2]:.4g} | {C.plateau(pd.Series(f2)):.4g} |" in text
     assert verdicts(rep)["decaying step more accurate"] == REPRODUCED
     assert "Rule: None" not in text
 
@@ -855,7 +849,7 @@ def test_figure1_rfedavg_exactly_a_factor_two_is_not_alike(tmp_path):
     rep, _ = figure1(tmp_path, {1: [ones]}, {1: [ones / 2]}, avg={1: [2 * ones]})
     assert verdicts(rep)["RFedAGS ~ RFedAvg"] == NOT
     # an RFedAvg curve with no round in common gives no ratio: nothing to judge
-    assert np.isnan(R.max_log_ratio(pd.Series(ones), pd.Series(np.full(10, np.nan))))
+    assert np.isnan(C.max_log_ratio(pd.Series(ones), pd.Series(np.full(10, np.nan))))
 
 
 def test_figure1_without_a_decaying_experiment_writes_nothing(tmp_path):
