@@ -36,9 +36,10 @@ class Study:
         self.tables: dict[str, str] = {}
 
     def run(self, experiment, values, *, name="rfedags", K=5, participation=None, seed=0,
-            params=None, extra=None, status=None):
-        ds = self.config["datasets"].setdefault(experiment, {"problem": "pca_stiefel", "params": params or {}})
-        exp = self.config["experiments"].setdefault(experiment, {"dataset": experiment, "methods": []})
+            params=None, extra=None, status=None, dataset=None):
+        dataset = dataset or experiment
+        ds = self.config["datasets"].setdefault(dataset, {"problem": "pca_stiefel", "params": params or {}})
+        exp = self.config["experiments"].setdefault(experiment, {"dataset": dataset, "methods": []})
         method = {"algorithm": name, "K": [K], "participation": participation}
         if method not in exp["methods"]:
             exp["methods"].append(method)
@@ -87,6 +88,23 @@ def test_rounds_to_level_off_without_a_limit_in_sight():
 def test_tail_contraction_of_a_geometric_curve():
     assert C.tail_contraction(pd.Series(geometric(0.97, 200))) == pytest.approx(0.97)
     assert np.isnan(C.tail_contraction(pd.Series([1.0, 0.5, 0.2])))
+
+
+def test_a_slow_steady_decrease_is_no_plateau():
+    """0.995^t over 10 rounds: its last 3 rounds are only 1.015x below the 3 before (levelled
+    by the factor 1.2) but it contracts at its linear-phase pace: not levelled off. A geometric
+    decay that reached its floor is."""
+    slow = pd.Series(geometric(0.995, 10))
+    assert C.levelled(slow) and C.still_contracting(slow) and not C.levelled_off(slow)
+    flat = pd.Series(geometric(0.5, 100, 1e-3))
+    assert C.levelled_off(flat) and not C.still_contracting(flat)
+
+
+def test_converges_at_toy_size_is_undecided(tmp_path):
+    """Ten rounds at 0.995 per round (0.95 of the start): undecided, not failed; at the fitted
+    contraction 0.995, 1e-3 needs log(1e-3) / log(0.995) = 1378.1 rounds, 1369 more."""
+    r = Study(tmp_path).run("h", geometric(0.995, 10, start=0.225)).judge("converges", ["h"])
+    assert r["verdict"] == UNDECIDED and "about 1369 more rounds" in r["decide"]
 
 
 # ---- plateau_order ------------------------------------------------------------------------------
@@ -258,7 +276,7 @@ def test_decreasing_in_k_from_the_relative_error_column(tmp_path):
 
 
 # ---- participation: lowest_level and level_vs_share -----------------------------------------------
-def schemes(st, experiment, levels, falling=()):
+def schemes(st, experiment, levels, falling=(), dataset=None):
     """Runs of 50 rounds falling from 1 to each scheme's level by round 20 (levelled off), or for
     a scheme in ``falling`` 0.9^t + level (still decreasing: 1.69x over its last 5 rounds), two
     seeds each."""
@@ -267,7 +285,7 @@ def schemes(st, experiment, levels, falling=()):
         for seed in (0, 1):
             values = (geometric(0.9, 49, level) if scheme in falling else
                       np.r_[np.geomspace(1.0, level, 21), np.full(29, level)])
-            st.run(experiment, values, participation=parts[scheme], seed=seed, params={"S": 10})
+            st.run(experiment, values, participation=parts[scheme], seed=seed, params={"S": 10}, dataset=dataset)
     return st
 
 
@@ -292,7 +310,13 @@ def test_lowest_level_per_experiment_and_the_undecided_sides(tmp_path):
     assert r["verdict"] == UNDECIDED and "`f`, RFedAGS-K=5: more rounds" in r["decide"]
     # a partial scheme still decreasing, above the full level: it may still end below
     schemes(st, "g", {"full": 1e-4, "uniform": 3e-4}, falling=("uniform",))
-    assert st.judge("lowest_level", ["g"])["verdict"] == UNDECIDED
+    r = st.judge("lowest_level", ["g"])
+    assert r["verdict"] == UNDECIDED
+    # its level: the median of 0.9^t + 3e-4 over rounds 45..49; its pace over the 5 rounds before
+    level, before = 0.9 ** 47 + 3e-4, 0.9 ** 42 + 3e-4
+    q = (level / before) ** (1 / 5)
+    n = int(np.ceil(np.log(1e-4 / level) / np.log(q)))
+    assert f"reach the every-agent level 0.0001 after about {n} more rounds" in r["decide"]
     # no partial scheme: nothing to compare
     schemes(st, "h", {"full": 1e-4})
     r = st.judge("lowest_level", ["ok", "h"])
@@ -301,17 +325,17 @@ def test_lowest_level_per_experiment_and_the_undecided_sides(tmp_path):
 
 def test_level_vs_share_lines(tmp_path):
     st = Study(tmp_path)
-    schemes(st, "p3", {"full": 1e-5, "uniform": 2e-4, "bernoulli": 3e-4})
-    st.config["experiments"]["p7"] = {"dataset": "p7", "methods": []}
+    schemes(st, "p3", {"full": 1e-5, "uniform": 2e-4, "bernoulli": 3e-4}, dataset="d")
+    schemes(st, "m3", {"full": 1e-5, "uniform": 5e-2}, dataset="mnist")        # another dataset: apart
     parts = {"uniform": 7, "bernoulli": {"scheme": "bernoulli", "rho": 0.7}}
     for scheme, level in (("uniform", 2e-4), ("bernoulli", 1e-4)):
         st.run("p7", np.r_[np.geomspace(1.0, level, 21), np.full(29, level)], participation=parts[scheme],
-               params={"S": 10})
-    r = st.judge("level_vs_share", ["p3", "p7"])
+               params={"S": 10}, dataset="d")
+    r = st.judge("level_vs_share", ["p3", "p7", "m3"])
     assert r["verdict"] is None
-    assert "- bernoulli: share 0.3: 0.0003, share 0.7: 0.0001 (decreasing in the share)" in r["notes"]
-    assert "- uniform: share 0.3: 0.0002, share 0.7: 0.0002 (not monotone in the share)" in r["notes"]
-    full = [row for row in r["rows"] if row["scheme"] == "full"]
+    assert r["notes"] == ["- `d`, bernoulli: share 0.3: 0.0003, share 0.7: 0.0001 (decreasing in the share)",
+                          "- `d`, uniform: share 0.3: 0.0002, share 0.7: 0.0002 (not monotone in the share)"]
+    full = [row for row in r["rows"] if row["scheme"] == "full" and row["experiment"] == "p3"]
     assert len(full) == 1 and full[0]["expected share of agents"] == 1.0 and full[0]["authors"] == "full"
 
 

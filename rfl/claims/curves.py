@@ -177,3 +177,19 @@ def rounds_to_level_off(curve: pd.Series, factor: float = 1.2) -> float:
     model = lambda t: limit + (m3 - limit) * q ** (t - centre)  # noqa: E731
     ok = np.nonzero(model(before_c) <= factor * model(end_c))[0]
     return float(extra[ok[0]]) if len(ok) else np.nan
+
+
+def still_contracting(curve: pd.Series) -> bool:
+    """Whether the curve still contracts over its last 20% of rounds at a pace comparable to its
+    linear phase: the tail contraction per round (``tail_contraction``) at most the square root
+    of the fitted one (``linear_phase``), i.e. at least half its log-rate. A short curve falling
+    steadily by 0.5% per round passes ``levelled`` (its windows differ by less than the factor)
+    but is no plateau: it is still in its linear phase."""
+    fit = linear_phase(curve)
+    q = tail_contraction(curve)
+    return bool(fit["status"] == "ok" and fit["rate"] < 1 and np.isfinite(q) and q <= np.sqrt(fit["rate"]))
+
+
+def levelled_off(curve: pd.Series, factor: float = 1.2) -> bool:
+    """``levelled`` and no longer ``still_contracting``: a plateau reached, not a slow decrease."""
+    return levelled(curve, factor) and not still_contracting(curve)

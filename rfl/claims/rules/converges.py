@@ -8,7 +8,7 @@ import numpy as np
 
 from rfl.reporting.figures import method_label
 
-from ..curves import diverged_at, levelled, linear_phase, median_curve
+from ..curves import diverged_at, levelled_off, linear_phase, median_curve
 from ..rule import Evidence, Judgement, Rule
 from ..verdicts import FAIL, OK, OPEN, PARTLY, UNDECIDED, combine
 
@@ -27,7 +27,7 @@ def case(curve, factor: float) -> tuple[str, str | None]:
     first, end = float(c.iloc[0]), float(c.iloc[-1])
     if end <= factor * first:
         return OK, None
-    if levelled(c):
+    if levelled_off(c):
         return FAIL, None
     fit = linear_phase(c)
     if fit["status"] == "ok" and fit["rate"] < 1 and end > 0:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..curves import diverged_at, levelled, median_curve, plateau
+from ..curves import diverged_at, levelled_off, median_curve, plateau
 from ..rule import Evidence, Judgement, Rule
 from ..verdicts import FAIL, OK, OPEN, PARTLY, UNDECIDED, combine
 from .plateau_order import more_rounds
@@ -46,7 +46,8 @@ class EndsAsLow(Rule):
         return (f"per K both ran (every agent), {p['first']}'s plateau (median excess risk over the "
                 f"last 10% of rounds) is at most {p['factor']:g}x {p['second']}'s. A curve not "
                 f"levelled off (the 10% of rounds before its last 10% more than "
-                f"{p['level_factor']:g}x above them) bounds its plateau from above: undecided if "
+                f"{p['level_factor']:g}x above them, or still contracting as fast as in its linear "
+                f"phase) bounds its plateau from above: undecided if "
                 f"the bounds leave it open; a run that diverged has no plateau (undecided if the "
                 f"second, fails if the first)")
 
@@ -55,7 +56,7 @@ class EndsAsLow(Rule):
         multi = len(ev.names()) > 1
         for e, K, a, b in pairs(ev, p):
             la, lb = level(a), level(b)
-            ea, eb = levelled(a, p["level_factor"]), levelled(b, p["level_factor"])
+            ea, eb = levelled_off(a, p["level_factor"]), levelled_off(b, p["level_factor"])
             where = (f"`{e}`, " if multi else "") + f"K = {K}"
             if diverged_at(a) is not None:
                 outcome = FAIL

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..curves import first_below, last, levelled
+from ..curves import first_below, last, levelled_off
 from ..rule import Evidence, Judgement, Rule
 from ..verdicts import FAIL, NOT, OK, OPEN, PARTLY, UNDECIDED, combine
 from .ends_as_low import PAIR, level, pairs
@@ -30,7 +30,7 @@ def race(a, b, level_factor: float = 1.2) -> tuple[str, dict]:
     ta, tb = first_below(a, lv), first_below(b, lv)
     numbers.update({"level": lv, "first rounds": ta, "second rounds": tb})
     if not np.isfinite(ta):
-        return (FAIL if levelled(a, level_factor) else OPEN), numbers
+        return (FAIL if levelled_off(a, level_factor) else OPEN), numbers
     if not np.isfinite(tb) or ta < tb:
         return OK, numbers
     return (TIE if ta == tb else FAIL), numbers

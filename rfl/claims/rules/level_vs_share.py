@@ -1,7 +1,7 @@
 """``level_vs_share``: a measurement, no claim of the authors: the level each participation
 scheme reaches against its expected share of agents per round (``RFedAGSP.m``'s schemes:
 every agent, s agents uniformly, Bernoulli joins weighted by the estimated or the true
-probability), across experiments."""
+probability), across the experiments on one dataset."""
 
 from __future__ import annotations
 
@@ -70,13 +70,15 @@ class LevelVsShare(Rule):
                              "authors": AUTHORS_NAMES.get(scheme, ""),
                              "expected share of agents": share, "excess risk, level": lv})
                 if scheme != "full":
-                    by_scheme[scheme].append((share, lv))
+                    by_scheme[(ev.experiment(e)["dataset"], scheme)].append((share, lv))
         notes = []
-        for scheme, pts in sorted(by_scheme.items()):
+        datasets = {d for d, _ in by_scheme}
+        for (dataset, scheme), pts in sorted(by_scheme.items()):
             pts = sorted(pts)
             if len({s for s, _ in pts}) < 2:
                 continue
             mono = all(b[1] < a[1] for a, b in zip(pts, pts[1:]))
-            notes.append(f"- {scheme}: " + ", ".join(f"share {s:g}: {v:.3g}" for s, v in pts)
+            where = f"`{dataset}`, {scheme}" if len(datasets) > 1 else scheme
+            notes.append(f"- {where}: " + ", ".join(f"share {s:g}: {v:.3g}" for s, v in pts)
                          + (" (decreasing in the share)" if mono else " (not monotone in the share)"))
         return Judgement(None, rows, notes)

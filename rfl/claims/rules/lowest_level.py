@@ -12,7 +12,7 @@ import numpy as np
 
 from rfl.reporting.figures import method_label
 
-from ..curves import levelled, median_curve, plateau
+from ..curves import levelled_off, median_curve, plateau, tail_contraction
 from ..rule import Evidence, Judgement, Rule
 from ..verdicts import FAIL, OK, OPEN, PARTLY, UNDECIDED, combine
 from .plateau_order import more_rounds
@@ -28,7 +28,7 @@ def levels(ev: Evidence, experiment: str, algorithm: str, factor: float) -> list
         curve = median_curve(runs)
         c = curve.dropna()
         out.append({"key": key, "curve": curve, "level": plateau(c) if len(c) else np.nan,
-                    "exact": levelled(curve, factor)})
+                    "exact": levelled_off(curve, factor)})
     return out
 
 
@@ -47,6 +47,16 @@ def lowest(full: dict, partial: list[dict]) -> str:
     return OPEN
 
 
+def crossing(r: dict, full: dict) -> str:
+    """For a partial scheme still decreasing above the every-agent level: the rounds its tail
+    contraction would take to reach that level (what it must do to break the order)."""
+    q = tail_contraction(r["curve"])
+    if r is full or not (r["level"] > full["level"] > 0 and 0 < q < 1):
+        return ""
+    return (f"; at that pace it would reach the every-agent level {full['level']:.3g} after about "
+            f"{int(np.ceil(np.log(full['level'] / r['level']) / np.log(q)))} more rounds")
+
+
 class LowestLevel(Rule):
     name = "lowest_level"
     summary = "per experiment, the level with every agent is at or below every partial scheme's"
@@ -59,7 +69,8 @@ class LowestLevel(Rule):
                 f"10% of rounds of the median over seeds) with every agent is at or below the level "
                 f"of every partial scheme (the lowest every-agent level if several K). A curve not "
                 f"levelled off (the 10% of rounds before its last 10% more than "
-                f"{p['level_factor']:g}x above them) bounds its plateau from above: undecided if "
+                f"{p['level_factor']:g}x above them, or still contracting as fast as in its linear "
+                f"phase) bounds its plateau from above: undecided if "
                 f"the bounds leave the order open, or without both kinds of run")
 
     def judge(self, ev: Evidence, p: dict) -> Judgement:
@@ -82,7 +93,7 @@ class LowestLevel(Rule):
                     if not r["exact"] and r["curve"].notna().any():
                         where = f"`{e}`, {method_label(r['key'])}"
                         decide.append(more_rounds(where, r["curve"], int(r["curve"].dropna().index[-1]),
-                                                  p["level_factor"]))
+                                                  p["level_factor"]) + crossing(r, best))
             lv = [r["level"] for r in partial]
             rows.append({"experiment": e, "every agent": best["level"], "partial, lowest": min(lv),
                          "partial, highest": max(lv),

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..curves import levelled, linear_phase, median_curve, rounds_to_level_off, tail_contraction
+from ..curves import levelled_off, linear_phase, median_curve, rounds_to_level_off, tail_contraction
 from ..rule import Evidence, Judgement, Rule
 from ..verdicts import NOT, PARTLY, REPRODUCED, UNDECIDED
 
@@ -48,6 +48,8 @@ def more_rounds(label: str, curve, rounds: int, factor: float) -> str:
     """What would level off a curve still decreasing at its last round (``rounds``)."""
     q, extra = tail_contraction(curve), rounds_to_level_off(curve, factor)
     pace = f"falling {q:.4g}x per round over its last 10% of rounds" if np.isfinite(q) else "still falling"
+    if extra == 0:
+        return f"{label}: more rounds ({pace}, as fast as in its linear phase: no plateau yet)"
     if np.isfinite(extra):
         return (f"{label}: more rounds ({pace}; at that pace, slowing towards its estimated "
                 f"limit, it levels off after about {int(extra)} more rounds, {rounds + int(extra)} in all)")
@@ -67,8 +69,9 @@ class PlateauOrder(Rule):
         return (f"the plateau (median excess risk over the last 10% of rounds, {p['algorithm']} at "
                 f"its smallest K, every agent) is non-increasing as ({by}) grows (partly: only the "
                 f"largest below the smallest). A curve not levelled off (the 10% of rounds before "
-                f"its last 10% more than {p['level_factor']:g}x above them) gives only an upper "
-                f"bound of its plateau: not reproduced if a levelled-off plateau lies above the "
+                f"its last 10% more than {p['level_factor']:g}x above them, or its last 20% of "
+                f"rounds contracting at least half as fast, in log, as its linear phase) gives only "
+                f"an upper bound of its plateau: not reproduced if a levelled-off plateau lies above the "
                 f"level of a smaller ({by}) all the same, undecided if the bounds leave the order open")
 
     def judge(self, ev: Evidence, p: dict) -> Judgement:
@@ -85,7 +88,7 @@ class PlateauOrder(Rule):
             K = min(runs)
             curve = median_curve(runs[K])
             fit = linear_phase(curve)
-            flat = levelled(curve, p["level_factor"])
+            flat = levelled_off(curve, p["level_factor"])
             where = f"{label} = {', '.join(map(str, value))}"
             if not flat:
                 notes.append(f"- {where}: still decreasing at the last round (its last level bounds "
