@@ -98,6 +98,12 @@ def test_a_slow_steady_decrease_is_no_plateau():
     assert C.levelled(slow) and C.still_contracting(slow) and not C.levelled_off(slow)
     flat = pd.Series(geometric(0.5, 100, 1e-3))
     assert C.levelled_off(flat) and not C.still_contracting(flat)
+    # 0.9 per round for 24 rounds, then 0.945: its last 3 rounds 1.185x below the 3 before
+    # (levelled by the factor), its tail contraction 0.945 slower than the fitted 0.9 but within
+    # sqrt(0.9) = 0.9487: still contracting
+    two = pd.Series(np.r_[0.9 ** np.arange(24), 0.9 ** 23 * 0.945 ** np.arange(1, 7)])
+    assert C.tail_contraction(two) == pytest.approx(0.945)
+    assert C.levelled(two) and C.still_contracting(two) and not C.levelled_off(two)
 
 
 def test_converges_at_toy_size_is_undecided(tmp_path):
@@ -122,7 +128,8 @@ def test_ordering(levels, want):
     ([3.0, 4.0, 1.0], [True, True, False], PARTLY),        # 4 > 3 broken; the last bound below the first
     ([3.0, 2.0, 1.0], [False, True, True], UNDECIDED),     # the first plateau could lie below 1
     ([1.0, 2.0, 3.0], [True, True, False], NOT),           # 2 > 1 broken
-    ([2.0, 1.0], [True, False], UNDECIDED)])               # the bound below: order open
+    ([2.0, 1.0], [True, False], UNDECIDED),                # the bound below: order open
+    ([2.0, 2.0], [False, True], UNDECIDED)])               # equal to the bound: still possible
 def test_ordering_with_upper_bounds(levels, exact, want):
     assert ordering_with_bounds(levels, exact) == want
 
@@ -218,11 +225,21 @@ def pair(tmp_path, ags, avg):
 @pytest.mark.parametrize("factor, want", [(0.5, REPRODUCED), (1.0, REPRODUCED), (1.09, REPRODUCED),
                                           (1.11, NOT), (3.0, NOT)])
 def test_ends_as_low_within_a_factor(tmp_path, factor, want):
+    """RFedAGS 0.7^t + factor x 1e-4 against RFedAvg 0.7^t + 1e-4 (both levelled off)."""
     st = pair(tmp_path, geometric(0.7, 100, factor * 1e-4), geometric(0.7, 100, 1e-4))
     r = st.judge("ends_as_low", ["t"], {"factor": 1.1})
     assert r["verdict"] == want
     assert r["rows"][0]["ratio"] == pytest.approx(np.median(geometric(0.7, 100, factor * 1e-4)[-10:])
                                                   / np.median(geometric(0.7, 100, 1e-4)[-10:]))
+
+
+@pytest.mark.parametrize("ratio, want", [(1.25, REPRODUCED), (1.25 + 2 ** -20, NOT)])
+def test_ends_as_low_at_exactly_the_factor(tmp_path, ratio, want):
+    """Levels held flat from round 20 on (exact plateaus 2^-10 and ratio x 2^-10, both exact in
+    binary): a plateau exactly the factor above holds, one a hair above fails."""
+    flat = lambda level: np.r_[np.geomspace(1.0, level, 21), np.full(80, level)]  # noqa: E731
+    r = pair(tmp_path, flat(ratio * 2.0 ** -10), flat(2.0 ** -10)).judge("ends_as_low", ["t"], {"factor": 1.25})
+    assert r["verdict"] == want
 
 
 @pytest.mark.parametrize("ags, avg", [
