@@ -41,8 +41,7 @@ class TablePivot(Rule):
         missing = [c for c in (*p["index"], *p["columns"], p["values"]) if c not in t.columns]
         if missing:
             return Judgement(None, notes=[f"The table `{p['table']}` has no column {', '.join(missing)}."])
-        piv = t.pivot_table(index=p["index"], columns=p["columns"], values=p["values"], aggfunc="first",
-                            dropna=False)
+        piv = t.pivot_table(index=p["index"], columns=p["columns"], values=p["values"], aggfunc="first")
         rows = []
         for idx, r in piv.iterrows():
             idx = idx if isinstance(idx, tuple) else (idx,)
