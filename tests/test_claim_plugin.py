@@ -103,5 +103,6 @@ def test_a_plugin_rule_that_fails_to_import_is_one_line_and_exit_2(tmp_path):
         r = subprocess.run([sys.executable, "-m", "rfl.cli", *args], cwd=tree, env=_env(site),
                            capture_output=True, text=True, timeout=120)
         assert r.returncode == 2 and "Traceback" not in r.stderr
-        assert r.stderr == ("rfl: error: plug-in 'broken' (rfl_rule_broken.broken) of entry-point group "
-                            "'rfl.rules' failed to load: No module named 'a_module_that_is_not_there'\n")
+        assert r.stderr == ("rfl: error: claim rule plug-in rfl_rule_broken 0.1 (entry point rfl.rules: "
+                            "broken = rfl_rule_broken.broken): cannot be imported (No module named "
+                            "'a_module_that_is_not_there')\n")

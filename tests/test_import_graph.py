@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
+import sys
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("rfl/reporting", "rfl/claims")
@@ -88,11 +88,22 @@ def test_the_cycle_finder_and_the_import_reader(tmp_path):
     assert "rfl.claims.rule" in g["rfl.claims.judge"]                     # from .rule import ...
     assert "rfl.claims.curves" in g["rfl.claims.rules.linear_rate"]       # from ..curves import ...
     assert "rfl.reporting.figures" in g["rfl.claims.rule"]                # inside a method
-    assert "rfl.reporting.partial" in g["rfl.reporting.reproduction"]     # from . import partial
 
 
-@pytest.mark.xfail(strict=True, reason="legacy sections not yet ported: reproduction.py imports school, "
-                   "participation, newer_version and newer_synthetic, which import reproduction")
+def test_the_import_reader_on_from_dot_import_a_module(tmp_path, monkeypatch):
+    """``from . import b`` depends on the module p.b, ``from .b import f`` on p.b too, and an
+    import of a name that is no module (``from . import x``) on the package."""
+    pkg = tmp_path / "p"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("x = 1\n")
+    (pkg / "b.py").write_text("def f():\n    return 1\n")
+    (pkg / "a.py").write_text("from . import b\nfrom . import x\n\ndef g():\n    from .b import f\n")
+    monkeypatch.setattr(sys.modules[__name__], "REPO", tmp_path)
+    modules = {"p", "p.a", "p.b"}
+    assert imports_of(pkg / "a.py", modules) == {"p", "p.b"}
+    assert imports_of(pkg / "b.py", modules) == set()
+
+
 def test_no_import_circle_in_reporting_and_claims():
     cycle = find_cycle(graph())
     assert cycle is None, "import circle: " + " -> ".join(cycle)

@@ -4,6 +4,8 @@ paper (ours - paper), in the CSV the reproduction report reads and in the displa
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -11,12 +13,49 @@ import pytest
 from rfl import io
 from rfl.reporting import tables
 
-from test_verdicts import write_run
+from rfl.runner import COLUMNS
+from rfl.testing.run_files import write_run as write_run_files
 
 METHODS = ["RFedAGS-K=1", "RFedAGS-K=4", "RFedAGS-K=8", "RFedAGS-K=10", "RFedAvg", "RSD", "RCG", "RLBFGS"]
 PAPER = {"methods": METHODS,
          "3": {"nmse": [0.509, 0.478, 0.472, 0.47, 0.509, 0.465, 0.46, 0.46],
                "round": [100, 100, 100, 100, 100, 62, 62, 99]}}
+
+
+
+# ---- result files (a run table whose excess risk is ``values``, and its metadata) ------------------
+def _problem_of(extra) -> str:
+    """The problem whose run tables carry the ``extra`` columns (the reports do not read it)."""
+    extra = extra or {}
+    return "school" if "test_nmse" in extra else "multitask" if "subspace_dist" in extra else "cpesph"
+
+
+def write_run(root, experiment, values, *, name="rfedags", K=1, participation=None, seed=0,
+              diverge_at=None, extra=None):
+    """A run table (rounds 0..len(values)-1, excess risk = ``values``) and its metadata. With
+    ``diverge_at`` the run stops there as the runner stops one: a last row of status
+    "diverged" with no metric. ``extra``: {column: values} (test_nmse, subspace_dist)."""
+    rows = []
+    for t, v in enumerate(values):
+        ok = diverge_at is None or t < diverge_at
+        row = {"round": t, "cost": v + 1.0 if ok else np.nan, "excess_risk": v if ok else np.nan,
+               "grad_norm": math.sqrt(v) if ok and v >= 0 else np.nan, "dist_to_opt": np.nan,
+               "grad_evals": 4 * t, "floats": 10 * t, "wall_time": 0.01 * t,
+               "status": "ok" if ok else "diverged"}
+        for col, vals in (extra or {}).items():
+            row[col] = vals[t] if ok else np.nan
+        rows.append(row)
+        if not ok:
+            break
+    table = pd.DataFrame(rows, columns=COLUMNS + list(extra or {}))
+    run_id = f"{name}_K{K}_seed{seed}" if K is not None else f"{name}_seed{seed}"
+    csv = root / "runs" / experiment / f"{run_id}.csv"
+    write_run_files(csv, {c: table[c].to_numpy() for c in table.columns},
+                    {"algorithm": {"name": name, "K": K, "batch_size": 1, "participation": participation},
+                     "dataset": {"name": experiment, "problem": _problem_of(extra)},
+                     "experiment": experiment, "run_id": run_id, "seed": seed, "rounds": len(values) - 1},
+                    seed=seed, commit="0" * 40, versions={"python": "3"})
+    return str(csv)
 
 
 def nmse_curve(best, at, T=20):

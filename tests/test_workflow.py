@@ -40,6 +40,11 @@ def _wc(**kw):
 
 
 # ---- paths and job lists -------------------------------------------------------------------
+#: the smoke config's sections whose claims name no figure of the config
+SECTION_PAGES = [".smoke/paper_tables/claims/section-federated-td-0-lsa-mangold-et-al.html",
+                 ".smoke/paper_tables/claims/section-beyond-the-paper-rfedags-with-heterogeneous-agents-"
+                 "and-partial-participation.html"]
+
 def test_run_tables_are_one_per_method_K_and_seed(plan):
     # cpesph_fixed: rfedags K in {1, 3}, rfedavg K = 3; seeds 0 and 1
     # in config order: method, then K, then seed
@@ -118,9 +123,10 @@ def test_targets_are_every_configured_figure_and_table(plan):
     assert plan.table2_sensitivity_files() == sensitivity
     spec = plan.table_spec("table2")
     assert spec["protocols"] == ["heldout", "refit_on_test"] and spec["sensitivity"] == ["school_r2"]
-    # the report, its HTML and claims.json, one claim page per figure (the smoke config's claims
-    # all name a figure), the performance table
-    pages = [f".smoke/paper_tables/claims/{f}.html" for f in SMOKE["figures"]]
+    # the report, its HTML and claims.json, one claim page per figure, one per section whose
+    # claims name no figure (LSA; heterogeneity, whose figure the workflow draws itself), the
+    # performance table
+    pages = [f".smoke/paper_tables/claims/{f}.html" for f in SMOKE["figures"]] + SECTION_PAGES
     assert targets[-(5 + len(pages)):] == [".smoke/paper_tables/REPRODUCTION.md", ".smoke/paper_tables/REPRODUCTION.html",
                                            ".smoke/paper_tables/claims.json", *pages,
                                            ".smoke/paper_tables/performance.csv", ".smoke/paper_tables/performance.md"]
@@ -222,8 +228,8 @@ def test_the_reproduction_spec_keeps_the_claims_in_declaration_order(plan, tmp_p
 
 def test_claim_pages_sit_beside_their_figure_in_the_report(plan):
     pages = plan.claim_pages()
-    assert [p for p, *_ in pages] == [f".smoke/paper_tables/claims/{f}.html" for f in SMOKE["figures"]]
-    for path, category, subcategory, labels in pages:
+    assert [p for p, *_ in pages] == [f".smoke/paper_tables/claims/{f}.html" for f in SMOKE["figures"]] + SECTION_PAGES
+    for path, category, subcategory, labels in pages[:len(SMOKE["figures"])]:
         f = Path(path).stem
         wc = _wc(figure=f)
         # the figure's PDF is flagged with the same category, and "{figure}" as subcategory

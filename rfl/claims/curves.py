@@ -118,3 +118,78 @@ def seed_note(K, runs) -> str | None:
         return None
     return (f"- K = {K}: {len(rounds)} of {len(runs)} seeds diverged (first at round {min(rounds)}); "
             "each counts as +inf in the median from the round it diverged on.")
+
+
+def windows(curve: pd.Series, k: int = 3) -> tuple[int, list[float]]:
+    """(n, medians of the last ``k`` windows of n rounds, oldest first), n = max(3, len // 10)
+    as in ``plateau`` and ``levelled``; an empty list with fewer than k n values."""
+    c = curve.dropna()
+    n = max(3, len(c) // 10)
+    if len(c) < k * n:
+        return n, []
+    return n, [float(c.iloc[len(c) - (k - i) * n: len(c) - (k - i - 1) * n].median()) for i in range(k)]
+
+
+def tail_contraction(curve: pd.Series) -> float:
+    """The contraction per round over the curve's last 20% of rounds: (median of the last 10% /
+    median of the 10% before) ** (1 / n); NaN with fewer than 6 values or a level that is not
+    positive and finite."""
+    n, m = windows(curve, 2)
+    if not m or not (np.all(np.isfinite(m)) and min(m) > 0):
+        return np.nan
+    before, end = m
+    return float((end / before) ** (1.0 / n))
+
+
+def rounds_to_level_off(curve: pd.Series, factor: float = 1.2) -> float:
+    """Roughly how many more rounds until ``levelled(curve, factor)`` holds, if the curve keeps
+    approaching its limit L geometrically, c_t = L + A q^t: q and L are estimated from the
+    medians m1 > m2 > m3 of its last three windows of n rounds (q^n = (m2 - m3) / (m1 - m2),
+    L = m3 - (m2 - m3) q^n / (1 - q^n): Aitken's extrapolation), and the model is extended round
+    by round (the windows growing with the curve) until the median of its last 10% of rounds
+    is within ``factor`` of the 10% before. 0 if it has levelled off already; NaN when no limit
+    is in sight (the windows do not decrease at a decreasing pace, or L <= 0: the curve keeps
+    contracting towards 0) or with fewer than 9 values."""
+    if levelled(curve, factor):
+        return 0.0
+    c = curve.dropna()
+    n, m = windows(c, 3)
+    if not m or not np.all(np.isfinite(m)):
+        return np.nan
+    m1, m2, m3 = m
+    d1, d2 = m1 - m2, m2 - m3
+    if not (d1 > 0 and d2 > 0 and d2 < d1):
+        return np.nan
+    qn = d2 / d1
+    limit = m3 - d2 * qn / (1 - qn)
+    if limit <= 0:
+        return np.nan
+    q = qn ** (1.0 / n)
+    T = len(c)
+    # the model at round t (t = 0 .. ): excess over the limit is m3 - limit at the last
+    # window's centre, T - (n + 1) / 2
+    centre = T - (n + 1) / 2.0
+    extra = np.arange(1, 1000 * T + 1)
+    length = T + extra
+    w = np.maximum(3, length // 10)
+    end_c = length - (w + 1) / 2.0
+    before_c = end_c - w
+    model = lambda t: limit + (m3 - limit) * q ** (t - centre)  # noqa: E731
+    ok = np.nonzero(model(before_c) <= factor * model(end_c))[0]
+    return float(extra[ok[0]]) if len(ok) else np.nan
+
+
+def still_contracting(curve: pd.Series) -> bool:
+    """Whether the curve still contracts over its last 20% of rounds at a pace comparable to its
+    linear phase: the tail contraction per round (``tail_contraction``) at most the square root
+    of the fitted one (``linear_phase``), i.e. at least half its log-rate. A short curve falling
+    steadily by 0.5% per round passes ``levelled`` (its windows differ by less than the factor)
+    but is no plateau: it is still in its linear phase."""
+    fit = linear_phase(curve)
+    q = tail_contraction(curve)
+    return bool(fit["status"] == "ok" and fit["rate"] < 1 and np.isfinite(q) and q <= np.sqrt(fit["rate"]))
+
+
+def levelled_off(curve: pd.Series, factor: float = 1.2) -> bool:
+    """``levelled`` and no longer ``still_contracting``: a plateau reached, not a slow decrease."""
+    return levelled(curve, factor) and not still_contracting(curve)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import abc
 import copy
-import inspect
 
 import numpy as np
 

@@ -45,8 +45,8 @@ TESTS = {
                  "test_full_batch_products.py", "test_problem_params.py",
                  "test_problem_inputs.py"],
     "reporting": ["test_verdicts.py", "test_tables.py", "test_lsa_workflow.py", "test_workflow.py",
-                  "test_newer_synthetic_verdicts.py", "test_newer_version_report.py",
-                  "test_partial_explanations.py", "test_participation_report.py", "test_heterogeneity_report.py",
+                  "test_claim_rules_newer.py",
+                  "test_partial_explanations.py", "test_heterogeneity_report.py",
                   "test_report_sections.py", "test_figure_data.py", "test_performance_rows.py",
                   "test_lsa_report.py"],
 }

@@ -1,0 +1,85 @@
+"""``ends_as_low``: one method ends at least as low as another (the authors'
+``PCAStief_Syn_AGSvsTM``: RFedAGS against RFedAvg with the tangent-mean aggregation): per K,
+the first method's plateau is at most a factor times the second's.
+
+A plateau is exact only for a curve that has levelled off; a curve still decreasing gives an
+upper bound of it. So the claim holds for certain when the first plateau is within the factor
+of an exact second plateau, and is broken for certain when an exact first plateau is above
+the factor times the second (exact or a bound); otherwise more rounds decide it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..curves import diverged_at, levelled_off, median_curve, plateau
+from ..rule import Evidence, Judgement, Rule
+from ..verdicts import FAIL, OK, OPEN, PARTLY, UNDECIDED, combine
+from .plateau_order import more_rounds
+
+PAIR = {"first": {"type": "string", "default": "rfedags"},
+        "second": {"type": "string", "default": "rfedavg"},
+        "level_factor": {"type": "number", "exclusiveMinimum": 1, "default": 1.2}}
+
+
+def pairs(ev: Evidence, p: dict):
+    """(experiment, K, first median curve, second median curve) for every K both methods ran
+    with every agent, in the order of the claim's experiments."""
+    for e in ev.names():
+        a, b = ev.by_k(e, p["first"]), ev.by_k(e, p["second"])
+        for K in sorted(set(a) & set(b)):
+            yield e, K, median_curve(a[K]), median_curve(b[K])
+
+
+def level(curve) -> float:
+    c = curve.dropna()
+    return plateau(c) if len(c) and diverged_at(curve) is None else np.nan
+
+
+class EndsAsLow(Rule):
+    name = "ends_as_low"
+    summary = "per K, the first method's plateau is at most a factor times the second's"
+    params_schema = {"type": "object", "additionalProperties": False, "properties": {
+        **PAIR, "factor": {"type": "number", "minimum": 1, "default": 1.1}}}
+
+    def describe(self, p: dict) -> str:
+        return (f"per K both ran (every agent), {p['first']}'s plateau (median excess risk over the "
+                f"last 10% of rounds) is at most {p['factor']:g}x {p['second']}'s. A curve not "
+                f"levelled off (the 10% of rounds before its last 10% more than "
+                f"{p['level_factor']:g}x above them, or still contracting as fast as in its linear "
+                f"phase) bounds its plateau from above: undecided if "
+                f"the bounds leave it open; a run that diverged has no plateau (undecided if the "
+                f"second, fails if the first)")
+
+    def judge(self, ev: Evidence, p: dict) -> Judgement:
+        rows, cases, notes, decide = [], [], [], []
+        multi = len(ev.names()) > 1
+        for e, K, a, b in pairs(ev, p):
+            la, lb = level(a), level(b)
+            ea, eb = levelled_off(a, p["level_factor"]), levelled_off(b, p["level_factor"])
+            where = (f"`{e}`, " if multi else "") + f"K = {K}"
+            if diverged_at(a) is not None:
+                outcome = FAIL
+            elif not (np.isfinite(la) and np.isfinite(lb)):
+                outcome = OPEN
+            elif la <= p["factor"] * lb:
+                outcome = OK if eb else OPEN
+            else:
+                outcome = FAIL if ea else OPEN
+            cases.append(outcome)
+            if outcome == OPEN:
+                for name, c, flat in ((p["first"], a, ea), (p["second"], b, eb)):
+                    if not flat and diverged_at(c) is None and c.notna().any():
+                        notes.append(f"- {where}: {name} is still decreasing at the last round (its "
+                                     f"last level bounds its plateau from above).")
+                        decide.append(more_rounds(f"{where}, {name}", c, int(c.dropna().index[-1]),
+                                                  p["level_factor"]))
+            rows.append({**({"experiment": e} if multi else {}), "K": str(K),
+                         f"{p['first']} plateau": la, f"{p['second']} plateau": lb,
+                         "ratio": la / lb if lb else np.nan,
+                         f"{p['first']} levelled off": ea, f"{p['second']} levelled off": eb})
+        verdict = combine(cases)
+        if verdict == UNDECIDED and not decide:
+            decide.append(f"runs of {p['first']} and {p['second']} at a common K with finite plateaus")
+        return Judgement(verdict, rows, notes,
+                         "; ".join(decide) if decide and verdict in (UNDECIDED, PARTLY) else None)
