@@ -427,3 +427,20 @@ def test_contraction_in_k_through_files(tmp_path):
     j = judge("contraction_in_k", {"e": runs_of(tmp_path, "e", {1: [geometric(0.5, 1)], 3: [geometric(0.5, T)]})},
               ["e"])
     assert j.verdict == UNDECIDED and j.decide == "runs with at least two K"
+
+
+def test_by_k_reads_every_agent_or_the_experiments_own_participation(tmp_path):
+    """``participation: every`` reads only runs with every agent; ``any`` reads the run under the
+    experiment's participation (s = 3 here), the every-agent run first where both exist."""
+    sampled = geometric(0.9, 40)
+    runs = {"e": runs_of(tmp_path, "e", {5: [sampled]}, participation=3)}
+    assert judge("linear_rate", runs, ["e"]).verdict == UNDECIDED            # no every-agent run
+    j = judge("linear_rate", runs, ["e"], participation="any")
+    assert j.verdict == REPRODUCED and j.rows[0]["contraction/round"] == pytest.approx(0.9)
+    runs["e"] += runs_of(tmp_path, "e", {5: [geometric(0.5, 40)]})
+    j = judge("linear_rate", runs, ["e"], participation="any")
+    assert j.rows[0]["contraction/round"] == pytest.approx(0.5)              # every agent first
+    assert "under the experiment's participation" in RULES["plateau_order"]().describe(
+        {**RULES["plateau_order"].defaults(), "participation": "any"})
+    with pytest.raises(ValueError, match="allowed: every, any"):
+        Evidence({"runs": runs, "config": {}}, ["e"]).by_k("e", "rfedags", "some")

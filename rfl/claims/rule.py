@@ -70,10 +70,21 @@ class Evidence:
             self._groups[experiment] = load_runs(self.spec["runs"].get(experiment, []))
         return self._groups[experiment]
 
-    def by_k(self, experiment: str, algorithm: str = "rfedags") -> dict[int, list[pd.DataFrame]]:
-        """K -> run tables of ``algorithm`` with every agent taking part, in increasing K."""
-        return dict(sorted((k[1], v) for k, v in self.runs(experiment).items()
-                           if k[0] == algorithm and k[2] is None))
+    def by_k(self, experiment: str, algorithm: str = "rfedags",
+             participation: str = "every") -> dict[int, list[pd.DataFrame]]:
+        """K -> run tables of ``algorithm``, in increasing K: with every agent taking part
+        (``participation="every"``), or (``"any"``) under whichever participation the experiment
+        runs it, every agent first when it runs several (the authors' scripts that sample agents)."""
+        runs = self.runs(experiment)
+        if participation == "every":
+            return dict(sorted((k[1], v) for k, v in runs.items() if k[0] == algorithm and k[2] is None))
+        if participation != "any":
+            raise ValueError(f"participation {participation!r}; allowed: every, any")
+        out: dict = {}
+        for k, v in sorted(runs.items(), key=lambda kv: kv[0][2] is not None):
+            if k[0] == algorithm:
+                out.setdefault(k[1], v)
+        return dict(sorted(out.items()))
 
     def experiment(self, name: str) -> dict:
         return self.config["experiments"][name]

@@ -67,11 +67,13 @@ class LinearRate(Rule):
     summary = "per K, a log-linear phase with contraction < 1, R^2 >= r2 and a decrease >= min_decrease"
     params_schema = {"type": "object", "additionalProperties": False, "properties": {
         "algorithm": {"type": "string", "default": "rfedags"},
+        "participation": {"enum": ["every", "any"], "default": "every"},
         "r2": {"type": "number", "minimum": 0, "maximum": 1, "default": 0.9},
         "min_decrease": {"type": "number", "exclusiveMinimum": 1, "default": 2.0}}}
 
     def describe(self, p: dict) -> str:
-        return (f"per experiment and K ({p['algorithm']}, every agent), a log-linear fit over the "
+        who = "every agent" if p["participation"] == "every" else "under the experiment's participation"
+        return (f"per experiment and K ({p['algorithm']}, {who}), a log-linear fit over the "
                 f"rounds in which the median curve makes 90% of its total log-decrease has "
                 f"contraction < 1 and R^2 >= {p['r2']:g}, and the excess risk falls at least "
                 f"{p['min_decrease']:g}x over those rounds; reproduced if for every K. A curve that "
@@ -82,7 +84,7 @@ class LinearRate(Rule):
         rows, cases, notes, decide = [], [], [], []
         names = ev.names()
         for e in names:
-            for K, runs in ev.by_k(e, p["algorithm"]).items():
+            for K, runs in ev.by_k(e, p["algorithm"], p["participation"]).items():
                 curve = median_curve(runs)
                 fit = linear_phase(curve)
                 outcome, why = case(fit, curve, p["r2"], p["min_decrease"])

@@ -62,12 +62,14 @@ class PlateauOrder(Rule):
     params_schema = {"type": "object", "additionalProperties": False, "properties": {
         "by": {"type": "array", "minItems": 1, "items": {"type": "string"}, "default": ["S"]},
         "algorithm": {"type": "string", "default": "rfedags"},
+        "participation": {"enum": ["every", "any"], "default": "every"},
         "level_factor": {"type": "number", "exclusiveMinimum": 1, "default": 1.2}}}
 
     def describe(self, p: dict) -> str:
+        who = "every agent" if p["participation"] == "every" else "under the experiment's participation"
         by = ", ".join(p["by"])
         return (f"the plateau (median excess risk over the last 10% of rounds, {p['algorithm']} at "
-                f"its smallest K, every agent) is non-increasing as ({by}) grows (partly: only the "
+                f"its smallest K, {who}) is non-increasing as ({by}) grows (partly: only the "
                 f"largest below the smallest). A curve not levelled off (the 10% of rounds before "
                 f"its last 10% more than {p['level_factor']:g}x above them, or its last 20% of "
                 f"rounds contracting at least half as fast, in log, as its linear phase) gives only "
@@ -78,7 +80,7 @@ class PlateauOrder(Rule):
         items = []
         for e in ev.names():
             params = ev.dataset(e).get("params", {})
-            runs = ev.by_k(e, p["algorithm"])
+            runs = ev.by_k(e, p["algorithm"], p["participation"])
             if runs:
                 items.append((tuple(params.get(k) for k in p["by"]), e, runs))
         items.sort(key=lambda x: x[0])
