@@ -44,7 +44,9 @@ TESTS = {
                  "test_batching.py", "test_hsp.py", "test_lrmc.py", "test_pca_sphere.py", "test_pca_stiefel.py",
                  "test_full_batch_products.py", "test_problem_params.py",
                  "test_problem_inputs.py"],
-    "reporting": ["test_verdicts.py", "test_tables.py", "test_lsa_workflow.py", "test_workflow.py",
+    "claims": ["test_claim_rules*.py", "test_claims_core.py", "test_table2_claims.py", "test_lsa_claims.py",
+               "test_lsa_workflow.py", "test_report_sections.py", "test_partial_explanations.py"],
+    "reporting": ["test_claim_pages.py", "test_tables.py", "test_lsa_workflow.py", "test_workflow.py",
                   "test_claim_rules_newer.py",
                   "test_partial_explanations.py", "test_heterogeneity_report.py",
                   "test_report_sections.py", "test_figure_data.py", "test_performance_rows.py",
@@ -64,7 +66,7 @@ NOT_MUTATED = ("examples", "test_params")
 #: conftest and the whole run aborts. (mutmut itself skips decorated functions, so the
 #: ``@njit`` kernels of ``rfl.problems._kernels`` are never mutated; their per-agent-loop
 #: oracles are in tests/test_batching.py.)
-PACKAGE_NOT_MUTATED = {"problems": ("__init_subclass__",)}
+PACKAGE_NOT_MUTATED = {"problems": ("__init_subclass__",), "claims": ("__init_subclass__",)}
 
 BEGIN, END = "<!-- mutation-scores: begin -->", "<!-- mutation-scores: end -->"
 
