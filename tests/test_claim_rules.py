@@ -444,3 +444,20 @@ def test_by_k_reads_every_agent_or_the_experiments_own_participation(tmp_path):
         {**RULES["plateau_order"].defaults(), "participation": "any"})
     with pytest.raises(ValueError, match="allowed: every, any"):
         Evidence({"runs": runs, "config": {}}, ["e"]).by_k("e", "rfedags", "some")
+
+
+def test_a_noisy_plateau_after_an_early_linear_phase_has_levelled_off():
+    """0.9969^t to round 255 (90% of the log-decrease made by round 257), then a plateau with
+    +-35% noise whose last 10% of rounds sit 12% lower: the tail contracts 0.9979 per round,
+    below the square root of the early rate, but the linear phase ended long before the last
+    20% of rounds, so it is a (noisy) plateau; a curve falling 0.5% per round from the start is
+    still in its linear phase."""
+    from rfl.claims.curves import levelled_off, linear_phase, still_contracting
+
+    t = np.arange(601)
+    noisy = pd.Series(0.9969 ** np.minimum(t, 255) * np.where(t > 255, 1 + 0.35 * (-1.0) ** t, 1.0)
+                      * np.where(t > 540, 0.88, 1.0))
+    assert linear_phase(noisy)["rounds"] == 257
+    assert not still_contracting(noisy) and levelled_off(noisy)
+    steady = pd.Series(0.995 ** np.arange(41))
+    assert still_contracting(steady) and not levelled_off(steady)

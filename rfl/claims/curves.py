@@ -182,12 +182,19 @@ def rounds_to_level_off(curve: pd.Series, factor: float = 1.2) -> float:
 def still_contracting(curve: pd.Series) -> bool:
     """Whether the curve still contracts over its last 20% of rounds at a pace comparable to its
     linear phase: the tail contraction per round (``tail_contraction``) at most the square root
-    of the fitted one (``linear_phase``), i.e. at least half its log-rate. A short curve falling
-    steadily by 0.5% per round passes ``levelled`` (its windows differ by less than the factor)
-    but is no plateau: it is still in its linear phase."""
+    of the fitted one (``linear_phase``), i.e. at least half its log-rate, and that linear phase
+    (the rounds to 90% of the total log-decrease) reaches into those last 20%. A short curve
+    falling steadily by 0.5% per round passes ``levelled`` (its windows differ by less than the
+    factor) but is no plateau: it is still in its linear phase. A long curve that made 90% of its
+    decrease early and drifts since (a noisy plateau) has ended its linear phase."""
     fit = linear_phase(curve)
     q = tail_contraction(curve)
-    return bool(fit["status"] == "ok" and fit["rate"] < 1 and np.isfinite(q) and q <= np.sqrt(fit["rate"]))
+    c = curve.dropna()
+    n = max(3, len(c) // 10)
+    # the linear phase reaches into the last 20% of rounds (a phase that ended before them, and a
+    # plateau's noise since, is no linear phase going on)
+    ongoing = fit["status"] == "ok" and fit["rounds"] >= c.index[max(len(c) - 2 * n, 0)]
+    return bool(ongoing and fit["rate"] < 1 and np.isfinite(q) and q <= np.sqrt(fit["rate"]))
 
 
 def levelled_off(curve: pd.Series, factor: float = 1.2) -> bool:
