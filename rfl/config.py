@@ -543,7 +543,8 @@ def _claim_errors(config: dict) -> list[str]:
             else:
                 msgs.append(_describe(err, where + ["params"]))
         for err in _Validator(rule.experiments_schema).iter_errors(claim["experiments"]):
-            msgs.append(f"{_describe(err, where + ['experiments'])}; allowed: "
+            path = where + ["experiments"] + list(err.absolute_path)
+            msgs.append(f"config key {_key(path)}: {_short(err.message)}; allowed: "
                         f"{_experiments_allowed(rule.experiments_schema)}")
         e = claim["experiments"]
         names = [(k, x) for k, v in e.items() for x in ([v] if isinstance(v, str) else v)] \

@@ -249,7 +249,7 @@ BAD = {
              "config key claims.fig1a_linear.rule: 'nope' is not a known claim rule; allowed: "),
     "param name": (lambda c: c["fig1a_linear"].update(params={"r3": 0.5}),
                    "config key claims.fig1a_linear.params.r3: not a parameter of claim rule 'linear_rate'; "
-                   "allowed: algorithm, min_decrease, r2"),
+                   "allowed: algorithm, min_decrease, participation, r2"),
     "param type": (lambda c: c["fig1a_linear"].update(params={"r2": "high"}),
                    "config key claims.fig1a_linear.params.r2: 'high' is not of type 'number'"),
     "param range": (lambda c: c["fig1a_ags_avg"].update(params={"factor": 1}),
