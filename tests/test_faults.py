@@ -153,7 +153,8 @@ OUTPUT_PATTERNS = [re.compile(p) for p in (
     rf"results/(data|reference)/{NAME}/(fixed|seed[0-9]+)\.npz",
     rf"results/runs/{NAME}/{NAME}\.(csv|meta\.json)",
     rf"figures/{NAME}\.(pdf|png)",
-    rf"paper_tables/{NAME}\.(csv|md|tex)|paper_tables/REPRODUCTION\.md",
+    rf"paper_tables/{NAME}\.(csv|md|tex)|paper_tables/REPRODUCTION\.(md|html)|paper_tables/claims\.json",
+    r"paper_tables/claims/[a-z0-9_-]+\.html",
     rf"datasets/school/{sch.ILEA_FILENAME}",
     rf"logs/({NAME}/)*{NAME}\.log",
     "|".join(rf"datasets/anchors/{re.escape(s.subpath)}|logs/anchors_raw/{re.escape(s.subpath)}\.log"
@@ -224,6 +225,8 @@ def audit(root: Path) -> tuple[list[str], list[Path]]:
             elif path.suffix == ".png":
                 assert data.startswith(b"\x89PNG\r\n\x1a\n") and data.endswith(b"IEND\xaeB`\x82"), \
                     "truncated PNG"
+            elif path.suffix == ".html":
+                assert data.rstrip().endswith(b"</html>"), "truncated HTML"
             elif path.suffix in (".md", ".tex"):
                 assert data.strip(), "empty"
             elif path.name == sch.ILEA_FILENAME:
