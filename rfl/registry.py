@@ -76,6 +76,18 @@ class Registry:
         self._classes[name] = cls
         return cls
 
+    def declare(self, cls: type) -> type:
+        """What a base class's ``__init_subclass__`` calls: a subclass with a ``name`` in its class
+        body is checked against its own ``contract_errors`` (a TypeError naming it and what it
+        lacks) and added; one without is a base or a helper and is left alone."""
+        if "name" not in cls.__dict__:
+            return cls
+        errors = cls.contract_errors()
+        if errors:
+            raise TypeError(f"{self.kind} {cls.__dict__['name']!r} ({cls.__module__}."
+                            f"{cls.__qualname__}) {'; '.join(errors)}")
+        return self.add(cls)
+
     def remove(self, name: str) -> None:
         """Forget ``name`` (tests that declare throw-away components use it)."""
         self._classes.pop(name, None)

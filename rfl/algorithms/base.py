@@ -64,13 +64,8 @@ class Declared:
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        if "name" in cls.__dict__:
-            from rfl.registry import ALGORITHMS
-            errors = cls.contract_errors()
-            if errors:
-                raise TypeError(f"algorithm {cls.__dict__['name']!r} ({cls.__module__}."
-                                f"{cls.__qualname__}) {'; '.join(errors)}")
-            ALGORITHMS.add(cls)
+        from rfl.registry import ALGORITHMS
+        ALGORITHMS.declare(cls)
 
     @classmethod
     def contract_errors(cls, deep: bool = False) -> list[str]:

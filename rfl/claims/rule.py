@@ -122,13 +122,8 @@ class Rule:
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        if "name" in cls.__dict__:
-            from rfl.registry import RULES
-            errors = cls.contract_errors()
-            if errors:
-                raise TypeError(f"claim rule {cls.__dict__['name']!r} ({cls.__module__}."
-                                f"{cls.__qualname__}) {'; '.join(errors)}")
-            RULES.add(cls)
+        from rfl.registry import RULES
+        RULES.declare(cls)
 
     @classmethod
     def contract_errors(cls, deep: bool = False) -> list[str]:

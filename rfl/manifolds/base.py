@@ -65,13 +65,7 @@ class Manifold(abc.ABC):
         """A subclass that sets ``name`` in its class body is a concrete manifold: check that
         it implements what it declares, and register it in ``MANIFOLDS``."""
         super().__init_subclass__(**kwargs)
-        if "name" not in cls.__dict__:
-            return
-        errors = cls.contract_errors()
-        if errors:
-            raise TypeError(f"manifold {cls.name!r} ({cls.__module__}.{cls.__qualname__}) "
-                            f"{'; '.join(errors)}")
-        MANIFOLDS.add(cls)
+        MANIFOLDS.declare(cls)
 
     @classmethod
     def contract_errors(cls, deep: bool = False) -> list[str]:

@@ -49,13 +49,8 @@ class ParticipationScheme(abc.ABC):
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        if "name" in cls.__dict__:
-            from rfl.registry import PARTICIPATION
-            errors = cls.contract_errors()
-            if errors:
-                raise TypeError(f"participation scheme {cls.__dict__['name']!r} ({cls.__module__}."
-                                f"{cls.__qualname__}) {'; '.join(errors)}")
-            PARTICIPATION.add(cls)
+        from rfl.registry import PARTICIPATION
+        PARTICIPATION.declare(cls)
 
     @classmethod
     def contract_errors(cls, deep: bool = False) -> list[str]:

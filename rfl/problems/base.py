@@ -86,13 +86,7 @@ class Problem(abc.ABC):
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        if "name" not in cls.__dict__:
-            return
-        errors = cls.contract_errors()
-        if errors:
-            raise TypeError(f"problem {cls.__dict__['name']!r} ({cls.__module__}.{cls.__qualname__}) "
-                            f"{'; '.join(errors)}")
-        registry.PROBLEMS.add(cls)
+        registry.PROBLEMS.declare(cls)
 
     @classmethod
     def contract_errors(cls, deep: bool = False) -> list[str]:
