@@ -287,6 +287,13 @@ def test_table_rows_shows_the_chosen_columns(tmp_path):
     assert len(res["rows"]) == 4
 
 
+def test_table_rows_names_the_chosen_columns_the_table_lacks(tmp_path):
+    t = table2(PAPER_CELLS, PAPER_CELLS)
+    res = judged(spec_for(tmp_path, t), "table_rows", {"columns": ["r", "nmse_mean", "speed", "cost"]})
+    assert res["notes"] == ["Columns not in the table: speed, cost."]
+    assert set(res["rows"][0]) == {"r", "nmse_mean"}
+
+
 def _sensitivity():
     """Two steps at r = 4 with K = 1, 4 and 10 (K = 4 at the larger step only), one at r = 5."""
     rows = []
