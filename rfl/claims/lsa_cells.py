@@ -12,7 +12,7 @@ from scipy import stats
 
 from rfl.reporting.lsa import KEY, window_length
 
-from .rule import Evidence
+from .rule import Evidence, Judgement
 
 #: the study's table, as Evidence.table names it
 TABLE = "lsa"
@@ -52,10 +52,12 @@ def cells(ev: Evidence) -> pd.DataFrame | None:
     return t[np.array(keep, bool)] if len(t) else t
 
 
-def no_table() -> tuple[list[str], str]:
-    """(notes, decide) of a claim whose experiments have no row in the study's table."""
-    return (["No row of `paper_tables/fedlsa_bias.csv` for these experiments."],
-            "the study's table `paper_tables/fedlsa_bias.csv` (`rfl lsa`) with these experiments' cells")
+def no_table(verdict: str | None) -> Judgement:
+    """The judgement of a claim whose experiments have no row in the study's table: ``verdict``
+    (undecided for a claim, None for a measurement), the note and what would decide it."""
+    return Judgement(verdict, notes=["No row of `paper_tables/fedlsa_bias.csv` for these experiments."],
+                     decide="the study's table `paper_tables/fedlsa_bias.csv` (`rfl lsa`) with these "
+                            "experiments' cells")
 
 
 def where(r, eta: bool = True) -> str:

@@ -64,8 +64,7 @@ class BiasMatchesPrediction(Rule):
     def judge(self, ev: Evidence, p: dict) -> Judgement:
         t = cells(ev)
         if t is None or t.empty:
-            notes, decide = no_table()
-            return Judgement(UNDECIDED, notes=notes, decide=decide)
+            return no_table(UNDECIDED)
         tol = p["rel_tol"]
         rows, cases, notes, decide = [], [], [], []
         exact = t[t["oracle"] == "exact"]

@@ -69,8 +69,7 @@ class ImprovesByFactor(Rule):
     def judge(self, ev: Evidence, p: dict) -> Judgement:
         t = cells(ev)
         if t is None or t.empty:
-            notes, decide = no_table()
-            return Judgement(UNDECIDED, notes=notes, decide=decide)
+            return no_table(UNDECIDED)
         factor = p["factor"]
         rows, cases, notes, decide = [], [], [], []
         for _, r in t[t["H"] > 1].iterrows():

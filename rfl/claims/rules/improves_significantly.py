@@ -67,8 +67,7 @@ class ImprovesSignificantly(Rule):
     def judge(self, ev: Evidence, p: dict) -> Judgement:
         t = cells(ev)
         if t is None or t.empty:
-            notes, decide = no_table()
-            return Judgement(UNDECIDED, notes=notes, decide=decide)
+            return no_table(UNDECIDED)
         dom = t[t["predicted_bias_sq_pool"] >= t["predicted_variance"]]
         rows, cases, notes, decide = [], [], [], []
         if dom.empty:

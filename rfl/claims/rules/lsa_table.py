@@ -28,7 +28,6 @@ class LsaTable(Rule):
     def judge(self, ev: Evidence, p: dict) -> Judgement:
         t = cells(ev)
         if t is None or t.empty:
-            notes, decide = no_table()
-            return Judgement(None, notes=notes, decide=decide)
+            return no_table(None)
         shown = display(t) if p["columns"] == "bias" else display_pool(t)
         return Judgement(None, shown.to_dict("records"))

@@ -70,8 +70,7 @@ class StationaryMatchesPrediction(Rule):
     def judge(self, ev: Evidence, p: dict) -> Judgement:
         t = cells(ev)
         if t is None or t.empty:
-            notes, decide = no_table()
-            return Judgement(UNDECIDED, notes=notes, decide=decide)
+            return no_table(UNDECIDED)
         tail = ev.config.get("lsa", {}).get("tail", 0.1)
         rows, cases, notes, decide = [], [], [], []
         for _, r in t.iterrows():
