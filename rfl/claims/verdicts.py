@@ -28,3 +28,13 @@ def combine(cases: list[str]) -> str:
     if n_ok == len(cases):
         return REPRODUCED
     return PARTLY if n_ok else NOT
+
+
+def non_increasing(values, tol: float = 1.0) -> str:
+    """Values in increasing order of what grows (K, S, N): reproduced if each is at most ``tol``
+    times the one before, partly if only the last is below the first, not reproduced otherwise
+    (a NaN compares false, so it breaks both). The callers decide when there are too few
+    values to judge."""
+    if all(b <= tol * a for a, b in zip(values, values[1:])):
+        return REPRODUCED
+    return PARTLY if values[-1] < values[0] else NOT

@@ -7,7 +7,7 @@ import numpy as np
 
 from ..curves import linear_phase, median_curve
 from ..rule import Evidence, Judgement, Rule
-from ..verdicts import NOT, PARTLY, REPRODUCED, UNDECIDED
+from ..verdicts import UNDECIDED, non_increasing
 
 
 def order(rates: list[float]) -> str:
@@ -15,9 +15,7 @@ def order(rates: list[float]) -> str:
     is below the first, not reproduced otherwise; undecided with fewer than two."""
     if len(rates) < 2:
         return UNDECIDED
-    if all(a >= b for a, b in zip(rates, rates[1:])):
-        return REPRODUCED
-    return PARTLY if rates[-1] < rates[0] else NOT
+    return non_increasing(rates)
 
 
 class ContractionInK(Rule):

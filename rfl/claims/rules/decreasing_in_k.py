@@ -8,7 +8,7 @@ import numpy as np
 
 from ..curves import last, median_curve
 from ..rule import Evidence, Judgement, Rule
-from ..verdicts import NOT, PARTLY, REPRODUCED, UNDECIDED
+from ..verdicts import UNDECIDED, non_increasing
 
 
 def order(values: list[float], tol: float) -> str:
@@ -17,9 +17,7 @@ def order(values: list[float], tol: float) -> str:
     than two values or one that is not finite."""
     if len(values) < 2 or not all(np.isfinite(values)):
         return UNDECIDED
-    if all(b <= tol * a for a, b in zip(values, values[1:])):
-        return REPRODUCED
-    return PARTLY if values[-1] < values[0] else NOT
+    return non_increasing(values, tol)
 
 
 class DecreasingInK(Rule):

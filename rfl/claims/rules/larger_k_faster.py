@@ -9,15 +9,13 @@ import numpy as np
 
 from ..curves import diverged_at, last, levelled, median_curve, plateau, rounds_to
 from ..rule import Evidence, Judgement, Rule
-from ..verdicts import NOT, PARTLY, REPRODUCED, UNDECIDED
+from ..verdicts import PARTLY, REPRODUCED, UNDECIDED, non_increasing
 
 
 def order_verdict(t: list[float]) -> str:
     """Rounds to the level in increasing K (NaN: never): reproduced if all finite and
     non-increasing, partly if only the largest K beats the smallest, not reproduced otherwise."""
-    if all(np.isfinite(t)) and all(a >= b for a, b in zip(t, t[1:])):
-        return REPRODUCED
-    return PARTLY if np.isfinite(t[0]) and np.isfinite(t[-1]) and t[-1] < t[0] else NOT
+    return non_increasing(t)        # (rounds are finite or NaN, never infinite)
 
 
 def possible_verdicts(times: list[float], later: list[float | None]) -> set[str]:

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..curves import levelled_off, linear_phase, median_curve, rounds_to_level_off, tail_contraction
 from ..rule import Evidence, Judgement, Rule
-from ..verdicts import NOT, PARTLY, REPRODUCED, UNDECIDED
+from ..verdicts import NOT, PARTLY, UNDECIDED, non_increasing
 
 
 def ordering(levels: list[float]) -> str:
@@ -23,9 +23,7 @@ def ordering(levels: list[float]) -> str:
     levels or a level that is not finite."""
     if len(levels) < 2 or not all(np.isfinite(levels)):
         return UNDECIDED
-    if all(a >= b for a, b in zip(levels, levels[1:])):
-        return REPRODUCED
-    return PARTLY if levels[-1] < levels[0] else NOT
+    return non_increasing(levels)
 
 
 def ordering_with_bounds(levels: list[float], exact: list[bool]) -> str:
