@@ -29,8 +29,11 @@ def _config() -> dict:
     return cfg
 
 
-def test_the_hand_written_config_is_valid():
-    rflconfig.validate(_config())
+def test_the_hand_written_config_is_valid_and_keeps_its_paper_sizes():
+    cfg = _config()
+    valid = rflconfig.validate(cfg)                    # (raises ConfigError if it is not)
+    assert {e: x["paper_size"] for e, x in valid["experiments"].items()} == \
+        {e: x["paper_size"] for e, x in cfg["experiments"].items()}
 
 
 def test_differences_list_only_the_declared_keys_that_differ_dataset_parameters_first():
