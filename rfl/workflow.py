@@ -109,6 +109,15 @@ def absent_data(config: dict, offline: bool | None = None, probe=None) -> dict[s
     return out
 
 
+def without_skipped(config: dict, skipped) -> dict:
+    """``config`` without the figures of the experiments in ``skipped`` (``absent_data``): what
+    the workflow draws and the report shows (their claims stay, reported as not run)."""
+    if "figures" not in config:
+        return config
+    return {**config, "figures": {f: fig for f, fig in config["figures"].items()
+                                  if fig["experiment"] not in skipped}}
+
+
 def alternatives(names) -> str:
     """A wildcard constraint matching exactly ``names`` (never empty: "NONE" matches no name
     of a config, which are identifiers)."""
@@ -126,10 +135,7 @@ class Plan:
         #: experiment -> why it is not run (``absent_data``): no runs, no figure; its claims
         #: are reported as not run
         self.skipped = dict(skipped or {})
-        figures = {f: fig for f, fig in config.get("figures", {}).items()
-                   if fig["experiment"] not in self.skipped}
-        self.config = {**config, "figures": figures} if "figures" in config else config
-        config = self.config
+        self.config = config = without_skipped(config, self.skipped)
         self.configfiles = [os.path.relpath(f) if os.path.isabs(f) else str(f) for f in configfiles]
         self.paper = paper
         self.out = config["output_dir"]

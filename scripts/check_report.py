@@ -1,7 +1,8 @@
 """Check the HTML report of a finished workflow run in a real headless browser.
 
-    python scripts/check_report.py [--configfile config/smoke.yaml] [--report report.html]
+    python scripts/check_report.py [--configfile config/smoke.yaml] [--report PATH]
                                    [--screenshot report.png] [--figure NAME] [--no-generate]
+                                   [--timeout SECONDS]
 
 Run it in the workflow's directory after ``snakemake --configfile CONFIG`` has finished:
 1. ``snakemake --configfile CONFIG --report REPORT`` writes the report (skip: --no-generate);
@@ -13,6 +14,14 @@ Run it in the workflow's directory after ``snakemake --configfile CONFIG`` has f
 3. it asserts that every figure's name and title, and every claim's statement and verdict
    (from claims.json), appear in that rendered text, and that REPRODUCTION.html names every
    claim's statement. Failures are listed, exit status 1; all well, exit status 0.
+
+The report is written to --report (default: report.html in the config's output folder,
+beside its paper_tables/). Experiments skipped for want of data (``rfl.workflow.absent_data``,
+as the workflow decides) have no figure and no page in the report: they are not looked for,
+and the summary line says how many were skipped. A page that does not render within --timeout
+(default 30 s) is a failure; the report is then loaded afresh before the next page, so one
+broken page costs one timeout. Chromium runs in a process group of its own, which is ended on
+exit, on Ctrl-C and on SIGTERM.
 
 --screenshot saves a PNG of the report showing --figure (default: the first figure with
 claims) and its claim page. Needs Chromium (``chromium`` or ``chromium-headless-shell`` on
@@ -29,6 +38,7 @@ import itertools
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -58,18 +68,22 @@ class Browser:
             [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
              "--remote-debugging-port=0", f"--user-data-dir={self.profile}",
              f"--window-size={width},{height}", "about:blank"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        port_file = Path(self.profile) / "DevToolsActivePort"
-        port = self._wait(lambda: port_file.exists() and port_file.read_text().split("\n")[0],
-                          "Chromium's DevTools port")
-        targets = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list"))
-        url = next(t["webSocketDebuggerUrl"] for t in targets if t["type"] == "page")
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         self._stack = contextlib.ExitStack()
-        self.ws = self._stack.enter_context(connect(url, max_size=None, open_timeout=timeout))
-        self.ids = itertools.count(1)
-        self.call("Page.enable")
-        self.call("Emulation.setDeviceMetricsOverride", width=width, height=height,
-                  deviceScaleFactor=1, mobile=False)
+        port_file = Path(self.profile) / "DevToolsActivePort"
+        try:
+            port = self._wait(lambda: port_file.exists() and port_file.read_text().split("\n")[0],
+                              "Chromium's DevTools port")
+            targets = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list"))
+            url = next(t["webSocketDebuggerUrl"] for t in targets if t["type"] == "page")
+            self.ws = self._stack.enter_context(connect(url, max_size=None, open_timeout=timeout))
+            self.ids = itertools.count(1)
+            self.call("Page.enable")
+            self.call("Emulation.setDeviceMetricsOverride", width=width, height=height,
+                      deviceScaleFactor=1, mobile=False)
+        except BaseException:                    # no Chromium left behind by a failed start
+            self.close()
+            raise
 
     def _wait(self, ready, what: str, interval: float = 0.1):
         end = time.monotonic() + self.timeout
@@ -124,15 +138,37 @@ class Browser:
         Path(path).write_bytes(base64.b64decode(self.call("Page.captureScreenshot", format="png")["data"]))
 
     def close(self):
+        """End the DevTools connection, then Chromium's whole process group (its renderers and
+        helpers too), and remove its profile."""
         try:
             self._stack.close()
+        except Exception:                       # a dead connection: the processes still go
+            pass
         finally:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
+            _kill_group(self.proc)
             shutil.rmtree(self.profile, ignore_errors=True)
+
+
+def _kill_group(proc: subprocess.Popen, grace: float = 10.0) -> None:
+    """SIGTERM to the process group of ``proc`` (started with ``start_new_session``); SIGKILL
+    to whatever of the group is left after ``grace`` seconds."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    end = time.monotonic() + grace
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(grace)
+    while time.monotonic() < end:
+        try:
+            os.killpg(proc.pid, 0)               # a member is left (a renderer, a helper)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(grace)
 
 
 def _js(value) -> str:
@@ -162,24 +198,32 @@ def show_result(browser: Browser, suffix: str) -> str:
 
 
 def check(report: Path, config: dict, claims: list[dict], chromium: str, screenshot: Path | None = None,
-          figure: str | None = None) -> list[str]:
-    """Load ``report`` in headless Chromium and check every claim page and REPRODUCTION.html;
-    the list of failures (empty: all well)."""
+          figure: str | None = None, timeout: float = 30.0) -> list[str]:
+    """Load ``report`` in headless Chromium and check every claim page of ``config`` (the
+    config as the workflow ran it: ``rfl.workflow.without_skipped``) and REPRODUCTION.html;
+    the list of failures (empty: all well). A page that fails is listed and the report is loaded
+    afresh before the next one."""
     from rfl.reporting.claim_pages import pages
 
     records = {c["id"]: c for c in claims}
     failures: list[str] = []
-    browser = Browser(chromium)
-    try:
+    browser = Browser(chromium, timeout=timeout)
+
+    def load():
         browser.navigate(report.resolve().as_uri())
         browser.wait_for("typeof app !== 'undefined' && typeof results !== 'undefined' "
-                         "&& document.querySelector('#app').children.length > 0", "the report's app")
+                         "&& document.querySelector('#app') && document.querySelector('#app').children.length > 0",
+                         "the report's app")
+
+    try:
+        load()
         for name, page in pages(config).items():
             try:
                 navbar = show_subcategory(browser, page["category"], page["subcategory"])
                 text = show_result(browser, f"/claims/{name}.html")
-            except (LookupError, TimeoutError, RuntimeError) as e:
-                failures.append(f"{name}: {e}")
+            except Exception as e:               # listed; the next page starts from a fresh load
+                failures.append(f"{name}: {type(e).__name__}: {e}")
+                load()
                 continue
             expected = [page["title"]]
             if "figure" in page:
@@ -201,8 +245,8 @@ def check(report: Path, config: dict, claims: list[dict], chromium: str, screens
             text = show_result(browser, "/REPRODUCTION.html")
             failures += [f"REPRODUCTION.html: claim {c['id']!r} ({c['statement']!r}) is not in it"
                          for c in claims if c["statement"] not in text]
-        except (LookupError, TimeoutError, RuntimeError) as e:
-            failures.append(f"REPRODUCTION.html: {e}")
+        except Exception as e:
+            failures.append(f"REPRODUCTION.html: {type(e).__name__}: {e}")
         if screenshot is not None:
             figure = figure or next((n for n, p in pages(config).items() if "figure" in p and p["claims"]),
                                     next(iter(config.get("figures", {})), None))
@@ -217,38 +261,75 @@ def check(report: Path, config: dict, claims: list[dict], chromium: str, screens
     return failures
 
 
+def _terminate(signum, frame):
+    """SIGTERM/SIGHUP end the check as Ctrl-C does, so that ``finally`` ends Chromium."""
+    raise KeyboardInterrupt
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--configfile", default="config/config.yaml")
-    ap.add_argument("--report", default="report.html", help="the report to write and check")
+    ap.add_argument("--report", type=Path,
+                    help="the report to write and check (default: report.html in the config's output folder)")
     ap.add_argument("--no-generate", action="store_true", help="check an existing --report")
     ap.add_argument("--screenshot", type=Path, help="save a PNG of a figure's claim page in the report")
     ap.add_argument("--figure", help="the figure of --screenshot (default: the first with claims)")
     ap.add_argument("--chromium", help="the Chromium executable (default: found on PATH)")
+    ap.add_argument("--timeout", type=float, default=30.0, help="seconds a page may take to render (default 30)")
     args = ap.parse_args(argv)
 
     from rfl import config as rflconfig
+    from rfl.reporting.claim_pages import pages
+    from rfl.workflow import absent_data, without_skipped
 
     chromium = find_chromium(args.chromium)
     if chromium is None:
         print(f"check_report: error: no Chromium found (looked for {', '.join(CHROMIUM_NAMES)}); "
               "allowed: --chromium PATH", file=sys.stderr)
         return 2
-    config = rflconfig.load(args.configfile)
+    if not args.timeout > 0:
+        print(f"check_report: error: --timeout {args.timeout:g}; allowed: a positive number of seconds",
+              file=sys.stderr)
+        return 2
+    try:
+        config = rflconfig.load(args.configfile)
+    except (OSError, rflconfig.ConfigError) as e:
+        print(f"check_report: error: {e}", file=sys.stderr)
+        return 2
     claims_json = Path(config["output_dir"]) / "paper_tables" / "claims.json"
     if not claims_json.exists():
         print(f"check_report: error: {claims_json} does not exist; run "
               f"`snakemake --configfile {args.configfile}` first", file=sys.stderr)
         return 2
-    report = Path(args.report)
+    skipped = absent_data(config)
+    config = without_skipped(config, skipped)
+    report = args.report or Path(config["output_dir"]) / "report.html"
+    if args.no_generate and not report.exists():
+        print(f"check_report: error: --no-generate, and {report} does not exist", file=sys.stderr)
+        return 2
     if not args.no_generate:
-        subprocess.run(["snakemake", "--configfile", args.configfile, "--report", str(report)],
-                       check=True, env={**os.environ})
-    failures = check(report, config, json.loads(claims_json.read_text()), chromium, args.screenshot, args.figure)
+        done = subprocess.run(["snakemake", "--configfile", args.configfile, "--report", str(report)],
+                              env={**os.environ}, capture_output=True, text=True)
+        if done.returncode != 0:
+            print(done.stderr[-3000:], file=sys.stderr)
+            print(f"check_report: error: `snakemake --report {report}` failed (exit {done.returncode})",
+                  file=sys.stderr)
+            return 1
+    signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGHUP, _terminate)
+    try:
+        failures = check(report, config, json.loads(claims_json.read_text()), chromium, args.screenshot,
+                         args.figure, args.timeout)
+    except KeyboardInterrupt:
+        print("check_report: interrupted; Chromium ended", file=sys.stderr)
+        return 130
+    except Exception as e:                      # Chromium would not start, or the report's app never loaded
+        print(f"check_report: error: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
     for f in failures:
         print(f"FAIL {f}")
-    n_pages = len(__import__("rfl.reporting.claim_pages", fromlist=["pages"]).pages(config))
-    print(f"{report}: {n_pages} claim pages and REPRODUCTION.html checked in {Path(chromium).name}: "
+    print(f"{report}: {len(pages(config))} claim pages and REPRODUCTION.html checked in {Path(chromium).name}"
+          f"{f' ({len(skipped)} experiment(s) skipped for want of data: no page)' if skipped else ''}: "
           f"{len(failures)} failure(s)")
     return 1 if failures else 0
 
