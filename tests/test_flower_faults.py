@@ -3,7 +3,8 @@
 Each round, every participant's reply is drawn from a seeded mix of faults: none, no reply,
 a late reply (delivered in a later round), NaN or infinite entries, the wrong shape, off the
 manifold (off T_{x_t}M for RFedAGS's zeta), a wrong round number, no round number, no
-array, an error reply, a NaN reply followed by a good one; and the round's replies carry
+array, an error reply, the SuperLink's "Node Unavailable" reply in the node's place, a NaN
+reply followed by a good one; and the round's replies carry
 extra ones: a second (different) reply of an agent already counted, a reply of an agent not
 drawn this round, a reply of a node of no agent. ``configure_train`` / ``aggregate_train``
 run every round on these replies, in a shuffled arrival order, and
@@ -42,7 +43,8 @@ import pytest
 
 pytest.importorskip("flwr", reason="Flower is not installed (pip install -e \".[flower]\")")
 
-from flwr.app import Array, ArrayRecord, ConfigRecord, Error, Message, MessageType, RecordDict
+from flwr.app import ConfigRecord, Error, Message, MessageType, Metadata, RecordDict
+from flwr.common.constant import SUPERLINK_NODE_ID
 from flwr.supercore.task_identity import TaskIdentity
 
 from rfl import runner
@@ -75,12 +77,13 @@ FAULTS = {
     "nan": "has NaN or infinite entries", "inf": "has NaN or infinite entries",
     "shape": "has shape", "off": None,           # off: set per algorithm below
     "wrong_round": "says round", "no_round": "no round number", "no_array": "no array",
-    "error": "the client failed", "bad_then_good": "has NaN or infinite entries",
+    "error": "the client failed", "unavailable": "the SuperLink answered for the node",
+    "bad_then_good": "has NaN or infinite entries",
 }
 OFF_REASON = {"zeta": "is not in the tangent space at x_t", "x": "is off the manifold"}
 KIND_P = {"ok": 0.36, "missing": 0.06, "late": 0.06, "nan": 0.06, "inf": 0.05, "shape": 0.06,
-          "off": 0.07, "wrong_round": 0.05, "no_round": 0.04, "no_array": 0.04, "error": 0.05,
-          "bad_then_good": 0.10}
+          "off": 0.07, "wrong_round": 0.05, "no_round": 0.04, "no_array": 0.04, "error": 0.03,
+          "unavailable": 0.02, "bad_then_good": 0.10}
 DROPPED = {k for k in FAULTS if k not in ("ok", "bad_then_good")}   # absent from the round
 EXTRA_REASON = {"duplicate": "a second reply of agent", "stranger": "not a participant",
                 "stale": "not to round", "unknown": "serves no agent"}
@@ -146,6 +149,13 @@ class ClientReplies:
         agent, value = self.train(msg)
         if kind == "error":
             return Message(Error(code=0, reason="the ClientApp raised"), reply_to=msg)
+        if kind == "unavailable":     # the SuperLink's reply for a node without heartbeats
+            m = msg.metadata
+            meta = Metadata(run_id=m.run_id, message_id="", src_node_id=SUPERLINK_NODE_ID,
+                            dst_node_id=SUPERLINK_NODE_ID, reply_to_message_id=m.message_id,
+                            group_id=m.group_id, created_at=m.created_at, ttl=m.ttl,
+                            message_type=m.message_type)
+            return Message(error=Error(code=5, reason="Error: Node Unavailable"), metadata=meta)
         if kind == "nan" or kind == "inf":
             value = value.copy()
             value.flat[rng.integers(value.size)] = np.nan if kind == "nan" else -np.inf
@@ -205,6 +215,8 @@ def drive(problem, case, seed=0):
     for t in range(spec["rounds"]):
         r = t + 1
         messages = list(strategy.configure_train(r, arrays, ConfigRecord(), clients))
+        for msg in messages:                  # the id a grid gives a message it pushes
+            msg.metadata.__dict__["_message_id"] = f"train-{r}-{msg.metadata.dst_node_id}"
         x_t = x
         primary, secondary, gone = [], [], set()
         participants = sorted(m.metadata.dst_node_id - NODE0 for m in messages)
@@ -389,3 +401,100 @@ def test_more_than_a_thousand_faulty_replies_of_every_kind(runs):
     # rounds with every reply dropped occurred, and rounds with all replies counted
     counts = [r for case in CASES for r in runs[case][1].rounds]
     assert any(r["accepted"] == 0 for r in counts) and any(r["dropped"] == 0 for r in counts)
+
+
+# ---- unequal local sizes: the weights over the accepted agents ----------------------
+SIZES = np.array([3, 5, 7, 11, 13, 17])
+
+
+def tangent(m, x, rng):
+    return m.projection(x[None], rng.standard_normal(x.shape)[None])[0]
+
+
+def strategy_with_sizes(problem, name, correction=None):
+    spec = spec_of({"rfedags": "rfedags_uniform", "rfedavg": "rfedavg_bernoulli",
+                    "rfedsvrg": "rfedsvrg_full"}[name])
+    spec["algorithm"]["participation"] = None
+    if correction:
+        spec["algorithm"]["correction"] = correction
+    alg = runner.make_algorithm(spec, problem)
+    strategy = STRATEGIES[name](alg, {j: NODE0 + j for j in range(S)}, SIZES, {"problem": "cpesph"})
+    strategy.sampler = AgentSampler(np.random.default_rng(5), SIZES, 1, None)
+    return strategy
+
+
+def test_unequal_sizes_are_renormalised_over_the_accepted_agents(problem, task_identity):
+    """N = (3, 5, 7, 11, 13, 17), every agent drawn, agent 1 sends a NaN and agent 4 nothing:
+    x_1 = R_{x_0}(sum_{j in {0, 2, 3, 5}} N_j zeta^j / 38) (the sphere's retraction: the
+    normalised sum). One round of O(1) values: a few ulps apart at most."""
+    m = problem.manifold
+    strategy = strategy_with_sizes(problem, "rfedags")
+    rng = np.random.default_rng(8)
+    x0 = problem.initial_point(rng)
+    messages = list(strategy.configure_train(1, to_record(x=x0), ConfigRecord(), None))
+    zeta = {j: 0.3 * tangent(m, x0, rng) for j in range(S)}
+    replies = []
+    for msg in messages:
+        j = msg.metadata.dst_node_id - NODE0
+        if j == 4:
+            continue
+        value = zeta[j].copy()
+        if j == 1:
+            value[2] = np.nan
+        replies.append(_reply(msg, Agent(problem, j, j), {"zeta": value}))
+    arrays, metrics = strategy.aggregate_train(1, replies[::-1])
+    kept = [0, 2, 3, 5]
+    step = sum(SIZES[j] * zeta[j] for j in kept) / sum(SIZES[j] for j in kept)
+    want = (x0 + step) / np.linalg.norm(x0 + step)
+    np.testing.assert_allclose(arrays["x"].numpy(), want, rtol=0, atol=1e-14)
+    assert (metrics["participants"], metrics["accepted"], metrics["dropped"]) == (6, 4, 2)
+    assert [(r["agent"], r["reason"]) for r in strategy.refusals] == [
+        (1, "array 'zeta' has NaN or infinite entries"), (4, "no reply")]
+
+
+class Gradients:
+    """The grid of RFedSVRG's first exchange: agent j replies g_j (agent 2: a NaN)."""
+
+    def __init__(self, problem, g):
+        self.problem, self.g, self.asked = problem, g, []
+
+    def send_and_receive(self, messages, timeout=None):
+        out = []
+        for msg in messages:
+            j = msg.metadata.dst_node_id - NODE0
+            self.asked.append(j)
+            value = self.g[j].copy()
+            if j == 2:
+                value[0] = np.nan
+            out.append(_reply(msg, Agent(self.problem, j, j), {"g": value}))
+        return out
+
+
+@pytest.mark.parametrize("correction", ["all_agents", "participants"])
+def test_a_dropped_gradient_of_rfedsvrg(problem, task_identity, correction):
+    """Agent 2's grad f_2(x_t) is a NaN: it is dropped (phase full-gradient), grad f(x_t) is
+    sum_{j != 2} N_j g_j / sum_{j != 2} N_j (the all-agents gradient renormalised, or the
+    participants' mean with the scheme's N-proportional weights: the same here, every agent
+    drawn), and with correction "participants" agent 2 gets no training message and counts
+    as dropped in the round."""
+    m = problem.manifold
+    strategy = strategy_with_sizes(problem, "rfedsvrg", correction)
+    rng = np.random.default_rng(9)
+    x0 = problem.initial_point(rng)
+    g = {j: tangent(m, x0, rng) for j in range(S)}
+    grid = Gradients(problem, g)
+    messages = list(strategy.configure_train(1, to_record(x=x0), ConfigRecord(), grid))
+    assert sorted(grid.asked) == list(range(S))
+    trained = sorted(msg.metadata.dst_node_id - NODE0 for msg in messages)
+    assert trained == ([0, 1, 3, 4, 5] if correction == "participants" else list(range(S)))
+    kept = [0, 1, 3, 4, 5]
+    want = sum(SIZES[j] * g[j] for j in kept) / sum(SIZES[j] for j in kept)
+    for msg in messages:
+        np.testing.assert_allclose(msg.content["arrays"]["g_ref"].numpy(), want, rtol=0, atol=1e-15)
+    assert [(r["phase"], r["agent"], r["reason"]) for r in strategy.refusals] == [
+        ("full-gradient", 2, "array 'g' has NaN or infinite entries")]
+    replies = [_reply(msg, Agent(problem, msg.metadata.dst_node_id - NODE0, 0), {"x": x0})
+               for msg in messages]
+    _, metrics = strategy.aggregate_train(1, replies)
+    dropped = 1 if correction == "participants" else 0
+    assert (metrics["participants"], metrics["dropped"]) == (6, dropped)

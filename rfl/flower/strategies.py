@@ -16,7 +16,8 @@ A round (``configure_train`` -> replies -> ``aggregate_train``):
    round number); from an agent not drawn this round; a second reply of an agent already
    counted this round; an error reply; without the array; of the wrong shape; with a NaN or
    an infinite entry; a point off the manifold or a vector off T_{x_t}M (``TOLERANCE``). A
-   participant with no reply at all is logged as "no reply". The accepted replies, ordered
+   participant with no reply at all is logged as "no reply"; the error reply the SuperLink
+   sends for a node it lost ("Node Unavailable") is logged as that node's agent's. The accepted replies, ordered
    by agent id, are weighted by the participation scheme's weights over the accepted agents
    (``sampler.weights(N, accepted)``: what the in-process simulator computes for a round
    whose participants are the accepted agents, i.e. with the dropped ones absent) and
@@ -74,6 +75,17 @@ def to_record(**arrays) -> ArrayRecord:
     return ArrayRecord({k: Array(np.ascontiguousarray(v, dtype=float)) for k, v in arrays.items()})
 
 
+class ForNode:
+    """An error reply the SuperLink sent for a node (e.g. "Node Unavailable" once the node
+    stops its heartbeats): the message as it is, marked as not the node's own."""
+
+    def __init__(self, msg: Message):
+        self.msg = msg
+
+    def __getattr__(self, name):
+        return getattr(self.msg, name)
+
+
 class RiemannianStrategy(Strategy):
     """The shared server side: seeded participation, reply checks, weighted aggregation.
 
@@ -99,6 +111,7 @@ class RiemannianStrategy(Strategy):
         self.rounds: list[dict] = []     # per round: participants, accepted, dropped
         self.last_counts = (0, 0)
         self._pending = None
+        self._sent: list[Message] = []
 
     # ---- messages -------------------------------------------------------------------
     def _config(self, **extra) -> ConfigRecord:
@@ -146,7 +159,7 @@ class RiemannianStrategy(Strategy):
         return None
 
     def accepted(self, server_round: int, replies: Iterable[Message], key: str, expected_agents,
-                 check, phase: str = "train") -> tuple[np.ndarray, np.ndarray]:
+                 check, phase: str = "train", sent=None) -> tuple[np.ndarray, np.ndarray]:
         """The valid replies of the agents ``expected_agents`` to round ``server_round``, one
         per agent (its first valid one), ordered by agent id: (agents (a,), arrays
         (a, *point_shape)); every other reply is dropped (``refuse``), and each expected agent
@@ -155,9 +168,17 @@ class RiemannianStrategy(Strategy):
         want = set(int(j) for j in expected_agents)
         got: dict[int, np.ndarray] = {}
         heard: set[int] = set()
+        # the agent of each message sent (its id is set when the grid pushes it): the SuperLink
+        # answers for a node it lost with an error reply of its own node id
+        sent = {m.metadata.message_id: self.agent_of.get(int(m.metadata.dst_node_id))
+                for m in (sent or ()) if m.metadata.message_id}
         for msg in replies:
             node = int(msg.metadata.src_node_id)
             agent = self.agent_of.get(node)
+            if agent is None and msg.has_error() and msg.metadata.reply_to_message_id in sent:
+                agent = sent[msg.metadata.reply_to_message_id]
+                node = self.nodes[agent]
+                msg = ForNode(msg)
             why, value = self.reply_value(server_round, msg, agent, want, got, key, check)
             if msg.metadata.group_id == str(server_round):     # a reply to this round's message
                 heard.add(agent)
@@ -184,7 +205,8 @@ class RiemannianStrategy(Strategy):
         if agent in got:
             return f"a second reply of agent {agent} this round (its first is counted)", None
         if msg.has_error():
-            return f"the client failed: {msg.error.reason}", None
+            who = "the SuperLink answered for the node" if isinstance(msg, ForNode) else "the client failed"
+            return f"{who}: {msg.error.reason}", None
         record = msg.content.array_records.get("arrays") if msg.has_content() else None
         if record is None or key not in record:
             return f"no array {key!r} in the reply", None
@@ -238,7 +260,8 @@ class RiemannianStrategy(Strategy):
         extra, trained = self.extra_payload(server_round, x_t, agents, grid)
         self._pending = (x_t, trained)
         content = RecordDict({"arrays": to_record(x=x_t, **extra), "config": cfg})
-        return self._messages(trained, content, MessageType.TRAIN, server_round)
+        self._sent = self._messages(trained, content, MessageType.TRAIN, server_round)
+        return self._sent
 
     def extra_payload(self, server_round, x_t, agents, grid) -> tuple[dict, np.ndarray]:
         """Further arrays of the training messages, and the agents that get one."""
@@ -251,7 +274,7 @@ class RiemannianStrategy(Strategy):
         sampled = self._sampled
         key = REPLY_KEY[self.name]
         check = self.tangent_at(x_t) if key == "zeta" else self.on_manifold
-        ok, values = self.accepted(server_round, replies, key, trained, check)
+        ok, values = self.accepted(server_round, replies, key, trained, check, sent=self._sent)
         self.last_counts = self.counts(ok)
         counts = {"participants": int(sampled.size), "accepted": int(ok.size),
                   "dropped": int(sampled.size - ok.size)}
@@ -326,10 +349,10 @@ class RFedSVRGStrategy(RFedAvgStrategy):
         ref = np.arange(len(self.nodes)) if self.correction == "all_agents" else agents
         content = RecordDict({"arrays": to_record(x=x_t),
                               "config": self._config(phase="full-gradient", round=int(server_round))})
-        replies = grid.send_and_receive(
-            self._messages(ref, content, MessageType.QUERY, server_round), timeout=self.timeout)
+        queries = self._messages(ref, content, MessageType.QUERY, server_round)
+        replies = grid.send_and_receive(queries, timeout=self.timeout)
         ok, g = self.accepted(server_round, replies, "g", ref, self.tangent_at(x_t),
-                              phase="full-gradient")
+                              phase="full-gradient", sent=queries)
         self._reference = ok
         if ok.size == 0:
             log(logging.WARNING, "round %s: no valid grad f_j(x_t) reply; no training this round",
