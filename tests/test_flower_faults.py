@@ -23,13 +23,14 @@ The valid replies are what the client computes (``rfl.flower.local.Agent`` and t
 ClientApp's ``_reply``, which echoes the round).
 
 Tolerance of (b): 1e-12 times the iterates' scale, the strategy contract's bound between a
-vectorised strategy and its reference loop (``rfl.testing.strategy``). The two compute the
-same sums and maps in another order (single-point pymanopt maps and a Python sum against
-the batched maps and a BLAS matrix-vector product), so each round differs by a few ulps of
-its O(1) values (eps = 2.2e-16, d = 8 coordinates, at most 6 agents and K = 2 steps: well
-under 1e-14 per round), and the runs contract towards the minimiser at step size 0.5, which
-does not let the differences grow; a wrong weight or an accepted bad reply moves an iterate
-by 1e-3 or more.
+vectorised strategy and its reference loop (``rfl.testing.strategy``), fixed before these
+runs. The two compute the same sums and maps in another order (single-point pymanopt maps and
+a Python sum against the batched maps and a BLAS matrix-vector product): a few ulps per
+operation of O(1) values, except the sphere's Log_{x_t}(x) of nearly equal points
+(arccos-based), which loses digits in proportion to 1 / |Log_{x_t}(x)|, so RFedAvg and
+RFedSVRG differ by more than RFedAGS; the runs contract towards the minimiser at step size
+0.5, which keeps the differences from growing over the rounds. A wrong weight, an accepted
+bad reply or a dropped good one moves the iterates by orders of magnitude more.
 """
 
 from __future__ import annotations
