@@ -195,7 +195,9 @@ def test_flower_run_table_is_rfl_runs_and_draws(flower_runs, data, name, tmp_pat
     npz, ref = data[spec["dataset"]["name"]]
     sim = runner.run(spec, npz, ref, tmp_path / "sim.csv", tmp_path / "sim.meta.json")
     fl, meta = io.read_run_table(j["out_table"])
-    assert list(fl.columns) == list(sim.columns)
+    # rfl run's columns, then the participants dropped per round (none here)
+    assert list(fl.columns) == list(sim.columns) + ["dropped"]
+    assert (fl["dropped"] == 0).all() and all(r["dropped"] == 0 for r in meta["flower"]["rounds"])
     cols = [c for c in sim.columns if c not in ("wall_time", "status")]
     np.testing.assert_allclose(fl[cols].to_numpy(float), sim[cols].to_numpy(float), rtol=1e-10, atol=1e-12)
     assert (fl["status"] == sim["status"]).all()
@@ -256,7 +258,9 @@ def test_bad_replies_are_refused_by_name_and_the_round_proceeds(flower_runs, dat
         else:   # grad f(x_t) from agent 0 alone: its correction vanishes, plain local steps
             x = tangent_mean(m, x, local_sgd(problem, x[None], one, alpha, 2, full), np.array([1.0]))
         np.testing.assert_allclose(xs[t], x, rtol=0, atol=1e-12, err_msg=f"round {t + 1}")
-    assert (pd.read_csv(j["out_table"])["status"] == "ok").all()
+    table = pd.read_csv(j["out_table"])
+    assert (table["status"] == "ok").all()
+    assert list(table["dropped"]) == [0, 3, 3]            # agents 1, 2, 3 in rounds 1 and 2
 
 
 def test_cli_refuses_an_algorithm_without_a_flower_strategy(tmp_path, data):

@@ -7,7 +7,9 @@ Flower ``ArrayRecord``s:
 
 * ``rfl.flower.strategies``: ``flwr.serverapp.strategy.Strategy`` subclasses for RFedAGS,
   RFedAvg and RFedSVRG (participants and mini-batch keys drawn by the server with the
-  simulator's sampler; replies validated, ordered by agent and weighted by their N_j);
+  simulator's sampler; replies validated, a faulty one dropped with a log line, the accepted
+  ones ordered by agent and weighted as the simulator weights a round without the dropped
+  agents; docs/flower.md, "Faulty clients");
 * ``rfl.flower.client``: the ClientApp serving one agent of any registered problem;
 * ``rfl.flower.server``: the ServerApp that runs one run spec and writes the same run table
   and metadata as ``rfl run``, and ``run_flower`` (Flower's simulation engine).

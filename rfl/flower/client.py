@@ -11,8 +11,11 @@ so a fresh ClientApp process can serve any message of the run.
 
 Messages (content "arrays" ArrayRecord, "config" ConfigRecord):
 * query phase "hello" -> metrics {agent, num-examples};
-* query phase "full-gradient" -> arrays {g: grad f_j(x)} (RFedSVRG's first exchange);
-* train -> arrays {zeta} (RFedAGS) or {x} (RFedAvg, RFedSVRG), metrics {agent, num-examples};
+* query phase "full-gradient" -> arrays {g: grad f_j(x)}, metrics {agent, num-examples,
+  round} (RFedSVRG's first exchange);
+* train -> arrays {zeta} (RFedAGS) or {x} (RFedAvg, RFedSVRG), metrics {agent, num-examples,
+  round}; ``round``, the server round the message names, lets the server drop a reply
+  to an earlier round;
 * evaluate -> metrics {agent, num-examples, cost: f_j(x)}.
 
 ``faults`` ({experiment: {agent: "nan" | "shape" | "off-manifold"}}) makes those agents
@@ -47,6 +50,9 @@ def agent_of(msg: Message, context: Context) -> Agent:
 
 
 def _reply(msg: Message, agent: Agent, arrays: dict | None = None, **metrics) -> Message:
+    cfg = msg.content["config"]
+    if "round" in cfg:                               # the round this reply answers
+        metrics["round"] = int(cfg["round"])
     content = {"metrics": MetricRecord({"agent": agent.agent, "num-examples": agent.n_local, **metrics})}
     if arrays:
         content["arrays"] = ArrayRecord({k: Array(np.ascontiguousarray(v)) for k, v in arrays.items()})

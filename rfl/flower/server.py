@@ -5,8 +5,11 @@ as ``rfl run`` computes them) and reference, greets the nodes (each says which a
 serves and its N_j), builds the strategy of ``rfl.flower.strategies`` and hands
 ``rfl.runner.execute`` a round driver whose ``iterate`` runs each round as Flower messages:
 the table and metadata have ``rfl run``'s format, so figures and reports read them as they
-are. The metadata adds ``engine: "flower"``, the refused replies and the federated cost of
-the last iterate (sum_j p_j f_j(x_T) from the nodes' own evaluation).
+are. The table adds a last column ``dropped``: the round's participants whose reply was
+dropped (no reply, late, malformed, ...; 0 in row 0). The metadata adds ``engine:
+"flower"``, every dropped reply (``flower.refused``: round, phase, node, agent, reason), the
+per-round counts (``flower.rounds``: participants, accepted, dropped) and the federated cost
+of the last iterate (sum_j p_j f_j(x_T) from the nodes' own evaluation).
 
 ``run_flower`` runs it on Flower's simulation engine, one virtual SuperNode per agent;
 ``flower/server_app.py`` is the same ServerApp for ``flwr run`` (simulation or deployment).
@@ -50,13 +53,25 @@ class FlowerRounds:
         for t in range(rounds):
             messages = self.strategy.configure_train(t + 1, arrays, ConfigRecord(), self.grid)
             replies = self.grid.send_and_receive(messages, timeout=self.timeout)
-            arrays, _ = self.strategy.aggregate_train(t + 1, replies)
+            arrays, metrics = self.strategy.aggregate_train(t + 1, replies)
+            log(logging.INFO, "rfl: round %d done: %d participants, %d accepted, %d dropped",
+                t + 1, metrics["participants"], metrics["accepted"], metrics["dropped"])
             grad_evals, floats = self.strategy.last_counts
             counters.grad_evals += grad_evals
             counters.floats += floats
             self.x = np.asarray(arrays["x"].numpy(), dtype=float)
             self.history.append(self.x)
             yield t, self.x, counters
+
+
+def with_dropped(rounds: list[dict], rows: int) -> np.ndarray:
+    """The run table's ``dropped`` column: (rows,) int, 0 for round 0, then each round's
+    participants whose reply was dropped (``RiemannianStrategy.rounds``, in round order)."""
+    dropped = np.zeros(rows, dtype=int)
+    for r in rounds:
+        if 0 < r["round"] < rows:
+            dropped[r["round"]] = r["dropped"]
+    return dropped
 
 
 def wait_for_nodes(grid: Grid, n: int, timeout: float) -> list[int]:
@@ -123,6 +138,7 @@ def server_main(grid: Grid, spec: dict, data_npz, reference_npz, out_table, out_
     strategy.summary()
     rounds = FlowerRounds(strategy, grid, timeout)
     table = runner.execute(spec, problem, ref["x_star"], float(ref["F_star"]), algorithm=rounds)
+    table["dropped"] = with_dropped(strategy.rounds, len(table))
     log(logging.INFO, "rfl: %d rounds done after %.1f s", len(table) - 1, time.time() - start)
     final = None
     if evaluate and rounds.x is not None:
@@ -141,7 +157,8 @@ def server_main(grid: Grid, spec: dict, data_npz, reference_npz, out_table, out_
         F_star=float(ref["F_star"]), reference_method=str(ref["method"]),
         predictions=problem.predictions(spec), engine="flower",
         flower={"flwr": flwr.__version__, "supernodes": S,
-                "refused": strategy.refusals, "federated_cost_final": final}))
+                "refused": strategy.refusals, "rounds": strategy.rounds,
+                "federated_cost_final": final}))
     io.write_table(out_table, table)
     log(logging.INFO, "rfl: wrote %s and %s", out_table, out_meta)
     return table
