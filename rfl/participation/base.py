@@ -257,17 +257,23 @@ def check(participation, n_agents: int | None) -> list[tuple[list, str]]:
     return out
 
 
-def make_scheme(participation, n_agents: int, rng: np.random.Generator) -> ParticipationScheme:
-    """The scheme of a (config or canonical) ``participation`` for a run with ``n_agents``
-    agents; ValueError naming the problem for a bad one."""
-    from rfl.registry import PARTICIPATION
-
+def checked(participation, n_agents: int):
+    """``canonical(participation, n_agents)`` of a valid ``participation``; ValueError naming
+    the problem for a bad one."""
     problems = check(participation, n_agents)
     if problems:
         path, msg = problems[0]
         key = ".".join(["participation"] + [str(p) for p in path])
         raise ValueError(f"{key}: {msg}")
-    p = canonical(participation, n_agents)
+    return canonical(participation, n_agents)
+
+
+def make_scheme(participation, n_agents: int, rng: np.random.Generator) -> ParticipationScheme:
+    """The scheme of a (config or canonical) ``participation`` for a run with ``n_agents``
+    agents; ValueError naming the problem for a bad one."""
+    from rfl.registry import PARTICIPATION
+
+    p = checked(participation, n_agents)
     if p is None:
         return PARTICIPATION["full"](n_agents, rng)
     if isinstance(p, int):
