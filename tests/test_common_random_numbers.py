@@ -213,3 +213,64 @@ def test_the_runs_of_a_sweep_share_their_draws(recorder, tmp_path):
             assert other["participants"] == records[0]["participants"]
     seeds = sorted(by_seed)
     assert by_seed[seeds[0]][0]["batches"] != by_seed[seeds[1]][0]["batches"]
+
+
+# ---- the paper's identity (RFedAGS Section 3.3), method against method on shared draws ----
+TOL = 1e-10          # the claims' tolerance (config: identity_*, rule identical_runs)
+SMOKE_CFG = REPO / "config" / "smoke.yaml"
+EXP, PAR = "exp", "parallel"
+
+
+@pytest.fixture(scope="module")
+def smoke_problems(tmp_path_factory):
+    """The smoke config's datasets (generated once), loaded with a given geometry."""
+    cfg = rflconfig.load(SMOKE_CFG)
+    d = tmp_path_factory.mktemp("identity")
+    made = {}
+
+    def load(name, geometry):
+        ds = rflconfig.dataset_spec(cfg, name, "fixed")
+        if name not in made:
+            runner.generate_data(ds, d / f"{name}.npz")
+            made[name] = ds
+        return runner.load_problem(ds, d / f"{name}.npz", geometry)
+    return load
+
+
+def _gap(problem, K, B, alpha, rounds=12):
+    """max over rounds and seeds 0..2 of |cost of RFedAGS - cost of RFedAvg| / the largest |cost|."""
+    x_ref = problem.initial_point(np.random.default_rng(99))
+    worst = 0.0
+    for seed in range(3):
+        a, b = (runner.execute({**_spec(name, K, seed=seed, B=B, alpha=alpha), "rounds": rounds},
+                               problem, x_ref, 0.0)["cost"].to_numpy() for name in ("rfedags", "rfedavg"))
+        assert np.isfinite(a).all() and np.isfinite(b).all()
+        worst = max(worst, float(np.abs(a - b).max() / max(np.abs(a).max(), np.abs(b).max())))
+    return worst
+
+
+@pytest.mark.parametrize("dataset, geometry, K, B, alpha", [
+    ("cpesph", {"retraction": EXP, "transport": PAR}, 1, 8, 1.0),                  # sphere
+    ("cfmspd", {"retraction": EXP, "transport": PAR}, 1, 4, 0.05),                 # SPD
+    ("multitask", {"retraction": EXP, "transport": "parallelization"}, 1, 3, 3e-3),  # Grassmann
+    ("multitask", {"retraction": EXP, "transport": "projection"}, 1, 3, 3e-3),
+    ("fedavg_logistic_het", None, 1, 10, 0.1),                                      # R^d, every K
+    ("fedavg_logistic_het", None, 4, 10, 0.1),
+    # rfl's own, beyond the paper: Stiefel's RFedAvg lifts with the inverse retraction, and
+    # R_x(sum_j w_j R_x^-1(R_x(-alpha g_j))) = R_x(-alpha sum_j w_j g_j) at K = 1 all the same
+    ("mbcfsti", {"retraction": "polar", "transport": "parallelization"}, 1, 3, 0.01),
+    ("mbcfsti", {"retraction": "qr", "transport": "projection"}, 1, 3, 0.01)])
+def test_rfedags_is_rfedavg_where_the_identity_applies(smoke_problems, dataset, geometry, K, B, alpha):
+    assert _gap(smoke_problems(dataset, geometry), K, B, alpha) <= TOL
+
+
+@pytest.mark.parametrize("dataset, geometry, K, B, alpha", [
+    ("cpesph", {"retraction": EXP, "transport": PAR}, 2, 8, 1.0),                  # K > 1
+    ("cfmspd", {"retraction": EXP, "transport": PAR}, 2, 4, 0.05),
+    ("cpesph", {"retraction": "normalize", "transport": PAR}, 1, 8, 1.0),          # not Exp
+    ("multitask", {"retraction": "svd", "transport": "parallelization"}, 1, 3, 3e-3),
+    ("mbcfsti", {"retraction": "polar", "transport": "parallelization"}, 3, 3, 0.01)])
+def test_rfedags_and_rfedavg_differ_where_it_does_not(smoke_problems, dataset, geometry, K, B, alpha):
+    """The check discriminates: at K > 1 on a curved manifold, or with a retraction other than
+    Exp (while RFedAvg's tangent mean uses Exp and Log), the runs differ beyond the tolerance."""
+    assert _gap(smoke_problems(dataset, geometry), K, B, alpha) > TOL
