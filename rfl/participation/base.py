@@ -42,8 +42,10 @@ class ParticipationScheme(abc.ABC):
     name: config name (``participation: {scheme: <name>}``); options: JSON-schema
     ``properties`` of its options, each with its default; normalised: its weights sum to 1.
     ``participants()`` is called once per round, before ``weights(local_sizes, agents)`` for
-    that round's agents; the scheme's random draws come from ``rng`` (the run's sampling
-    stream), in the order of the calls.
+    that round's agents; the scheme's random draws come from ``rng`` (the run's participation
+    stream, keyed by the experiment and the scheme: ``rfl.algorithms.sampling.Draws``, so
+    every method of an experiment with this scheme draws the same agents), in the order of
+    the calls.
     """
 
     name: ClassVar[str]
