@@ -16,8 +16,8 @@ participation scheme's generator from ``stream(seed, "participation", experiment
 scheme's canonical form>)`` (``rfl.random.stream``); the draw number of local step k of round
 t is ``draw_number(t, k) = t 2^32 + k``. So within an experiment every method and every value
 of a sweep sees, for one seed, the same participants per round (for the same participation
-scheme) and the same batch of agent j at (t, k), whatever its K, its step or how many
-local steps it runs: comparisons between methods are paired and identities exact (RFedAGS
+scheme) and the same batch of agent j at (t, k) (for the same batch size B), whatever its
+K, its step or how many local steps it runs: comparisons between methods are paired and identities exact (RFedAGS
 paper Section 3.3: RFedAGS is RFedAvg for K = 1 with Exp and parallel transport). Versions:
 1, the earlier sort of one uniform key per sample drawn from the run's Generator; 2, the
 counter-based batches with a key per (seed, experiment, run) and the draw number counting
