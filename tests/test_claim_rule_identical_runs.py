@@ -11,6 +11,7 @@ import pytest
 
 from test_claim_rules_newer import Study
 
+from rfl import io
 from rfl.claims.judge import claim_lines
 from rfl.claims.rules.identical_runs import relative_difference
 from rfl.claims.verdicts import NOT, PARTLY, REPRODUCED, UNDECIDED
@@ -151,3 +152,17 @@ def test_a_seed_of_one_method_only_is_named_and_the_others_are_judged(tmp_path):
     r = judge(st)
     assert r["verdict"] == REPRODUCED
     assert any("seed(s) 1 ran one method only" in n for n in r["notes"])
+
+
+def test_runs_drawn_before_common_random_numbers_are_not_judged(tmp_path):
+    """Runs of sampler 2 (each method its own draws) that differ: undecided, with the rerun that
+    would decide it, never "not reproduced" (the identity needs shared draws)."""
+    b = curve()
+    b[4] *= 1.5
+    st = pair(Study(tmp_path), curve(), b)
+    for path in st.runs["identity"]:
+        meta = io.read_json(io.run_meta_path(path))
+        io.write_json(io.run_meta_path(path), {**meta, "sampler": 2})
+    r = judge(st)
+    assert r["verdict"] == UNDECIDED and r["margin"] is None
+    assert "sampler 2" in r["decide"] and "shared draws" in r["decide"]

@@ -112,7 +112,8 @@ class Evidence:
     def seeded_runs(self, experiment: str) -> dict[tuple, dict[int, pd.DataFrame]]:
         """(algorithm, K, participation) -> {seed: run table} of ``experiment``, read with each
         run's metadata (for rules that pair the runs of two methods seed by seed: the methods of
-        an experiment share their draws per seed, ``rfl.algorithms.sampling``)."""
+        an experiment share their draws per seed, ``rfl.algorithms.sampling``); each table's
+        ``attrs["sampler"]`` is the version of the draws it was run with."""
         from rfl import io
         from rfl.reporting.figures import method_key
 
@@ -121,6 +122,7 @@ class Evidence:
         out: dict[tuple, dict[int, pd.DataFrame]] = {}
         for path in paths:
             table, meta = io.read_run_table(path)
+            table.attrs["sampler"] = io.sampler_version(meta)
             spec = meta["spec"]
             out.setdefault(method_key(spec["algorithm"], spec.get("sweep")), {})[int(spec["seed"])] = table
         return out

@@ -22,6 +22,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..rule import Evidence, Judgement, Rule
+
+#: the first sampler version whose methods share their draws (``rfl.algorithms.sampling``)
+SHARED_DRAWS = 3
 from ..verdicts import FAIL, OK, OPEN, UNDECIDED, combine
 
 
@@ -82,6 +85,13 @@ class IdenticalRuns(Rule):
                 if lone:
                     notes.append(f"- `{e}`, K = {K}: seed(s) {', '.join(map(str, lone))} ran one "
                                  f"method only; not compared.")
+                old = sorted({r.attrs.get("sampler", 1) for r in (*a_runs.values(), *b_runs.values())
+                              if r.attrs.get("sampler", 1) < SHARED_DRAWS})
+                if old:                    # each method its own draws: no identity to expect
+                    cases.append(OPEN)
+                    missing.append(f"`{e}` at K = {K} (its runs drew with sampler "
+                                   f"{', '.join(map(str, old))}, each method its own draws)")
+                    continue
                 if not seeds:
                     cases.append(OPEN)
                     missing.append(f"`{e}` at K = {K}")
@@ -115,6 +125,7 @@ class IdenticalRuns(Rule):
             margin = (f"largest relative difference {worst:.2g} ({metric}, "
                       + (f"`{e}`, " if len(names) > 1 else "")
                       + f"K = {K}, seed {seed}, round {t}), claim <= {p['tolerance']:g}")
-        decide = (f"runs of both {p['first']} and {p['second']} with every agent, one seed at least, "
-                  f"for {', '.join(missing)}") if missing and verdict == UNDECIDED else None
+        decide = (f"runs of both {p['first']} and {p['second']} with every agent on shared draws "
+                  f"(sampler {SHARED_DRAWS} or later), one seed at least, for {', '.join(missing)}"
+                  ) if missing and verdict == UNDECIDED else None
         return Judgement(verdict, rows, notes, decide, margin)
