@@ -22,10 +22,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..rule import Evidence, Judgement, Rule
+from ..verdicts import FAIL, OK, OPEN, UNDECIDED, combine
 
 #: the first sampler version whose methods share their draws (``rfl.algorithms.sampling``)
 SHARED_DRAWS = 3
-from ..verdicts import FAIL, OK, OPEN, UNDECIDED, combine
 
 
 def relative_difference(a, b) -> tuple[float, int, float]:
