@@ -3,7 +3,8 @@ change that makes the methods less accurate shows on the dashboard (not only a s
 
 Each track runs the paper's experiment settings (config/config.yaml: geometry, batch size,
 fixed step size, K = 10) for a fixed number of rounds from a seeded starting point (the runner's
-streams: ``stream(seed, "init", dataset)`` and ``stream(seed, "sampling", experiment, "bench")``)
+streams: ``stream(seed, "init", dataset)`` and the experiment's draws ``Draws(seed, experiment)``,
+sampler version 3: the track values changed with it)
 and returns the final excess risk F(x_T) - F*, with F* from the closed form (CPESph, MBCFSti,
 kPCA) or the Karcher-mean fixed point (CFMSPD); for the multitask problem the principal-angle
 distance to the planted subspace U* (Figure 2b); for School (split 0, r = 4) the best test NMSE
@@ -16,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._common import PAPER, make_algorithm, paper_problem, school_raw_file
+from rfl.algorithms.sampling import Draws
 from rfl.random import stream
 
 SEED = 0
@@ -37,7 +39,7 @@ def _run(name: str, every=None):
     problem = paper_problem(name, **geometry)
     alg = make_algorithm("rfedags", problem, 10, PAPER[name]["B"], alpha)
     x = problem.initial_point(stream(SEED, "init", name))
-    for _, x, _ in alg.iterate(x, rounds, stream(SEED, "sampling", experiment, "bench")):
+    for _, x, _ in alg.iterate(x, rounds, Draws(SEED, experiment)):
         if every is not None:
             every(problem, x)
     return problem, x

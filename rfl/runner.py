@@ -3,8 +3,10 @@
 The random streams are keyed (see ``rfl.random.stream``):
   data      (dataset seed, "data", dataset name)
   x_1       (run seed, "init", dataset name)          shared by every method of a seed
-  draws     (run seed, "sampling", experiment, run id without its swept values)
-            (``rfl.sweeps.draws_key``: the runs of a sweep share their draws)
+  draws     ``rfl.algorithms.sampling.Draws(run seed, experiment)``: mini-batches
+            (run seed, "sampling", experiment) and participants (run seed, "participation",
+            experiment, scheme), shared by every method and sweep value of the experiment
+            (common random numbers; the draw number of local step k of round t is t 2^32 + k)
 A run writes a tidy table, one row per round t = 0..T (t = 0 is the initial
 point): round, cost, excess_risk, grad_norm, dist_to_opt, grad_evals, floats,
 wall_time (seconds inside the algorithm, cumulative), status; ``time`` (simulated, cumulative:
@@ -30,9 +32,8 @@ import pandas as pd
 
 from rfl import io
 from rfl.algorithms import make_step_size
-from rfl.algorithms.sampling import SAMPLER_VERSION
+from rfl.algorithms.sampling import SAMPLER_VERSION, Draws
 from rfl.progress import Progress
-from rfl.sweeps import draws_key
 from rfl.random import stream
 from rfl.registry import PROBLEMS
 
@@ -74,7 +75,7 @@ def _metadata(spec: dict, start: float, status: str, **extra) -> dict:
         "start_time": _dt.datetime.fromtimestamp(start, _dt.timezone.utc).isoformat(),
         "duration_s": time.time() - start,
         "status": status,
-        "sampler": SAMPLER_VERSION,          # the mini-batch stream the run drew
+        "sampler": SAMPLER_VERSION,          # the draws' version (rfl.algorithms.sampling)
         **extra,
     }
 
@@ -191,7 +192,7 @@ def execute(spec: dict, problem, x_star: np.ndarray, F_star: float, algorithm=No
 
     m = problem.manifold
     x0 = problem.initial_point(stream(spec["seed"], "init", spec["dataset"]["name"]))
-    rng = stream(spec["seed"], "sampling", spec["experiment"], draws_key(spec))
+    draws = Draws(spec["seed"], spec["experiment"])
     algorithm = make_algorithm(spec, problem) if algorithm is None else algorithm
     extra = list(problem.metrics)
     base = list(COLUMNS)
@@ -228,7 +229,7 @@ def execute(spec: dict, problem, x_star: np.ndarray, F_star: float, algorithm=No
     wall = 0.0
     tic = time.perf_counter()
     with np.errstate(all="ignore"):
-        for t, x, counters in algorithm.iterate(x0, spec["rounds"], rng):
+        for t, x, counters in algorithm.iterate(x0, spec["rounds"], draws):
             wall += time.perf_counter() - tic
             if not record(t + 1, x, counters.grad_evals, counters.floats, wall,
                           getattr(counters, "participants", None)):

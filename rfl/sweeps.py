@@ -11,9 +11,10 @@ run's spec (``spec["sweep"]``, [[name, value], ...]); a config without sweeps ha
 specs are those it always had. A swept participation or K needs no setting: the run id and the
 method key hold them already.
 
-A run's random draws do not depend on its setting (``draws_key``): the runs of one seed that
-differ only in swept values see the same agents and samples (common random numbers), and a run
-of a sweep is the run of the same config written without lists, number for number.
+A run's random draws do not depend on its setting: they are keyed by (seed, experiment) only
+(``rfl.algorithms.sampling.Draws``), so the runs of one seed that differ only in swept values
+see the same agents and samples (common random numbers), and a run of a sweep is the run of
+the same config written without lists, number for number.
 """
 
 from __future__ import annotations
@@ -182,18 +183,6 @@ def apply(setting, algorithm: dict, step: dict | None) -> tuple[dict, dict | Non
         else:
             algorithm[k] = v
     return algorithm, step
-
-
-def draws_key(spec: dict) -> str:
-    """The name of a run's stream of draws: its run id without the setting's tag (a run's
-    draws are those of the same run without a sweep)."""
-    rid, sweep = spec["run_id"], spec.get("sweep")
-    if not sweep:
-        return rid
-    tag, tail = setting_tag(sweep), f"_seed{spec['seed']}"
-    if not rid.endswith(tag + tail):
-        raise ValueError(f"run id {rid!r} does not end with its setting {tag + tail!r}")
-    return rid[: len(rid) - len(tag + tail)] + tail
 
 
 def duplicates(values: list) -> list:

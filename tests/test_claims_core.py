@@ -222,7 +222,7 @@ def test_rfl_reproduction_writes_the_claims_and_claims_json(tmp_path, level_rule
     rows = [_cells(ln) for ln in lines[i + 4:i + 8]]
     assert [r[0] for r in rows] == ["Figure 1, CPESph (Theorem 4.3, Figure 1(a))",
                                     "Figure 1, CPESph (Theorem 4.4, Figure 1(d))",
-                                    "Figure 1, CPESph (Figure 1(a))", "Figure 1, CPESph (Section 5.1, Figure 1(a))"]
+                                    "Figure 1, CPESph (Figure 1(a))", "Figure 1, CPESph (rfl's own comparison beside Figure 1(a))"]
     # K = 4 diverged at round 1: linear fails for it, larger K is judged without its level
     assert [r[2] for r in rows] == [PARTLY, REPRODUCED, NOT, REPRODUCED]
     assert rows[2][1].replace("\0", "|") == "a larger K | faster" and lines[i + 8] == ""

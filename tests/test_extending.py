@@ -149,8 +149,8 @@ def server_step_loop(problem, x1, step_size, K, rounds, sampler, ops=None, serve
         agents = sampler.participants()
         x = {j: x_t.copy() for j in agents}
         zeta = {j: np.zeros_like(x_t) for j in agents}
-        for _ in range(K):
-            batches = sampler.batches(agents)
+        for k in range(K):
+            batches = sampler.batches(agents, t, k)
             for row, j in enumerate(agents):
                 g = problem.minibatch_egrad(x[j][None], np.array([j]), batches[row][None])[0]
                 eta = -step_size(t) * ops.euclidean_to_riemannian_gradient(x[j], g)

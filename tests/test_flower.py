@@ -32,7 +32,7 @@ from rfl import io, runner
 from rfl.algorithms.aggregation import retract_weighted_stream, tangent_mean
 from rfl.algorithms.rfedags import gradient_stream
 from rfl.algorithms.rfedavg import local_sgd
-from rfl.algorithms.sampling import AgentSampler, batch_indices
+from rfl.algorithms.sampling import AgentSampler, Draws, batch_indices
 from rfl.flower.sampling import agent_batch
 from rfl.random import stream
 
@@ -135,7 +135,7 @@ def simulator_iterates(spec, data, counted: bool):
     problem = runner.load_problem(spec["dataset"], npz, spec["geometry"])
     alg = runner.make_algorithm(spec, problem)
     x0 = problem.initial_point(stream(spec["seed"], "init", spec["dataset"]["name"]))
-    rng = stream(spec["seed"], "sampling", spec["experiment"], spec["run_id"])
+    rng = Draws(spec["seed"], spec["experiment"])
     if not counted:
         return np.stack([x.copy() for _, x, _ in alg.iterate(x0, spec["rounds"], rng)])
     sampler = AgentSampler(rng, problem.local_sizes, alg.batch_size, alg.participation)

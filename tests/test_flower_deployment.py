@@ -29,7 +29,7 @@ if shutil.which("flower-superlink") is None or shutil.which("flower-supernode") 
     pytest.skip("flower-superlink / flower-supernode are not on PATH", allow_module_level=True)
 
 from rfl import io, runner
-from rfl.algorithms.sampling import AgentSampler
+from rfl.algorithms.sampling import AgentSampler, Draws
 from rfl.random import stream
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -141,7 +141,7 @@ def test_superlink_and_three_supernodes_give_the_simulators_iterates(tmp_path):
     problem = runner.load_problem(ds, data, spec["geometry"])
     alg = runner.make_algorithm(spec, problem)
     x = problem.initial_point(stream(0, "init", "cpesph"))
-    sampler = AgentSampler(stream(0, "sampling", "deployment", "rfedags_K2"), problem.local_sizes,
+    sampler = AgentSampler(Draws(0, "deployment"), problem.local_sizes,      # the run's draws
                              alg.batch_size, alg.participation)
     got = io.read_arrays(out / "run.x.npz")["x"]
     for t in range(spec["rounds"]):

@@ -10,6 +10,7 @@ import yaml
 
 from rfl import config as rflconfig
 from rfl import runner, simtime
+from rfl.algorithms import sampling
 from rfl.algorithms.rlbfgs import RLBFGS
 from rfl.participation.biased import pi_tilde
 from rfl.problems.base import Reweighted
@@ -99,7 +100,7 @@ def test_time_column_of_a_run(monkeypatch):
     problem = _problem(4)
     p = [0.5] * 4
     uniforms = [[0.9, 0.1, 0.1, 0.9], [0.1, 0.9, 0.9, 0.1], [0.9, 0.9, 0.1, 0.9]]
-    monkeypatch.setattr(runner, "stream", lambda *keys: ScriptedRng(uniforms) if "sampling" in keys
+    monkeypatch.setattr(sampling, "stream", lambda *keys: ScriptedRng(uniforms) if "participation" in keys
                         else np.random.default_rng(0))
     spec = {"experiment": "e", "run_id": "r", "seed": 0, "dataset": {"name": "t"},
             "algorithm": {"name": "rfedags", "K": 1, "batch_size": 10,

@@ -1,7 +1,9 @@
 """The counter-based mini-batch sampler (``rfl.algorithms.sampling.batch_indices``,
 ``AgentSampler.batches``): Philox4x64-10 bit for bit against numpy's, per-agent draws that do
 not depend on the other participants, and uniformity (each sample with probability B/N, each
-B-subset with probability 1/C(N, B)), tested with chi-square bounds."""
+B-subset with probability 1/C(N, B)), tested with chi-square bounds; the draws of sampler
+version 3 (``Draws``, ``draw_number``): keyed by (seed, experiment), local step k of round t at
+draw number t 2^32 + k, participants keyed by the scheme."""
 
 from itertools import combinations
 
@@ -10,7 +12,8 @@ import pytest
 from scipy import stats
 
 from rfl.algorithms import AgentSampler
-from rfl.algorithms.sampling import SAMPLER_VERSION, batch_indices
+from rfl.algorithms.sampling import SAMPLER_VERSION, Draws, batch_indices, draw_number
+from rfl.random import stream
 from rfl.problems import _kernels
 
 U64 = np.uint64
@@ -120,25 +123,42 @@ def test_every_B_subset_is_equally_likely():
     assert chi2 < stats.chi2.ppf(1 - 1e-4, len(subsets) - 1), (chi2, counts)
 
 
-def test_sampler_draws_through_batch_indices_and_counts_draws():
+def test_sampler_draws_local_step_k_of_round_t_at_t_2_32_plus_k():
+    """Round t's k-th ``batches`` call (the count a strategy that draws once per step follows)
+    and the explicit ``batches(agents, t, k)`` are ``batch_indices`` at draw t 2^32 + k."""
     sizes = np.array([12, 15, 9, 20])
-    rng = np.random.default_rng(5)
-    sampler = AgentSampler(rng, sizes, 4, 2)
-    assert sampler.draw == 0 and 0 <= sampler.key < 2 ** 63
+    sampler = AgentSampler(np.random.default_rng(5), sizes, 4, 2)
+    assert (sampler.t, sampler.k) == (0, 0) and 0 <= sampler.key < 2 ** 63
     assert sampler.key == AgentSampler(np.random.default_rng(5), sizes, 4, 2).key
-    for c in range(6):
+    for t in range(4):
         agents = sampler.participants()
-        b = sampler.batches(agents)
-        assert sampler.draw == c + 1
-        np.testing.assert_array_equal(np.asarray(b), batch_indices(sampler.key, c, agents, sizes, 4))
-        np.testing.assert_array_equal(b.mask.sum(axis=1), [4, 4])
+        for k in range(3):
+            b = sampler.batches(agents)
+            assert (sampler.t, sampler.k) == (t, k + 1)
+            want = batch_indices(sampler.key, t * 2 ** 32 + k, agents, sizes, 4)
+            np.testing.assert_array_equal(np.asarray(b), want)
+            np.testing.assert_array_equal(np.asarray(sampler.batches(agents, t, k)), want)
+            np.testing.assert_array_equal(b.mask.sum(axis=1), [4, 4])
+    # the explicit (t, k) wins over the count: round 1, step 0 again after round 3
+    np.testing.assert_array_equal(np.asarray(sampler.batches(np.array([0, 3]), 1, 0)),
+                                  batch_indices(sampler.key, 2 ** 32, np.array([0, 3]), sizes, 4))
 
 
-def test_full_batches_keep_the_shortcut_and_count_the_draw():
+def test_draw_number_is_t_2_32_plus_k_and_refuses_out_of_range():
+    assert [draw_number(0, 0), draw_number(0, 7), draw_number(1, 0), draw_number(3, 5)] == \
+        [0, 7, 2 ** 32, 3 * 2 ** 32 + 5]
+    assert draw_number(2 ** 32 - 1, 2 ** 32 - 1) == 2 ** 64 - 1            # the last draw number
+    for t, k, match in [(-1, 0, r"round t=-1"), (2 ** 32, 0, r"round t=4294967296"),
+                        (0, -1, r"local step k=-1"), (0, 2 ** 32, r"local step k=4294967296")]:
+        with pytest.raises(ValueError, match=match):
+            draw_number(t, k)
+
+
+def test_full_batches_keep_the_shortcut():
     sampler = AgentSampler(np.random.default_rng(0), np.full(3, 6), 6)
     b = sampler.batches(np.arange(3))
     np.testing.assert_array_equal(np.asarray(b), np.broadcast_to(np.arange(6), (3, 6)))
-    assert sampler.batches(np.arange(3)) is b and sampler.draw == 2
+    assert sampler.batches(np.arange(3)) is b and sampler.k == 2
 
 
 def test_participants_do_not_depend_on_the_batch_size():
@@ -163,8 +183,8 @@ def test_bad_arguments_are_refused(args, match):
         batch_indices(**kw)
 
 
-def test_sampler_version_is_two():
-    assert SAMPLER_VERSION == 2
+def test_sampler_version_is_three():
+    assert SAMPLER_VERSION == 3
 
 
 @pytest.mark.parametrize("args,match", [
@@ -224,13 +244,50 @@ def test_sampler_participation_bounds():
     assert one.participation == 1 and one.participants().shape == (1,)
 
 
-def test_the_key_is_the_first_draw_of_the_runs_generator():
-    """SAMPLER_VERSION 2: the key is the generator's first int64 draw in [0, 2^63), whatever
-    the participation scheme, so a client reproduces the stream from the run's seed."""
+def test_the_key_is_the_first_draw_of_a_generator():
+    """From a Generator (tests, tools): the key is its first int64 draw in [0, 2^63), whatever
+    the participation scheme."""
     expected = int(np.random.default_rng(17).integers(0, 2 ** 63, dtype=np.int64))
     for participation in (None, 2, {"scheme": "uniform", "s": 3}):
         sampler = AgentSampler(np.random.default_rng(17), np.array([12, 15, 9, 20]), 3, participation)
-        assert sampler.key == expected and sampler.draw == 0
+        assert sampler.key == expected and (sampler.t, sampler.k) == (0, 0)
+
+
+def test_a_runs_draws_are_keyed_by_seed_and_experiment_only():
+    """SAMPLER_VERSION 3: the key is the first int64 draw of stream(seed, "sampling",
+    experiment), whatever the batch size or scheme; the participants come from stream(seed,
+    "participation", experiment, canonical scheme as JSON)."""
+    sizes = np.array([12, 15, 9, 20])
+    expected = int(stream(4, "sampling", "exp").integers(0, 2 ** 63, dtype=np.int64))
+    for B, participation in ((3, None), (9, 2), (5, {"scheme": "bernoulli", "rho": 0.5})):
+        assert AgentSampler(Draws(4, "exp"), sizes, B, participation).key == expected
+    assert AgentSampler(Draws(5, "exp"), sizes, 3).key != expected
+    assert AgentSampler(Draws(4, "other"), sizes, 3).key != expected
+    assert Draws(4, "exp").child("2eta").batch_key != expected
+    want = stream(4, "participation", "exp", "2").choice(4, size=2, replace=False)
+    np.testing.assert_array_equal(AgentSampler(Draws(4, "exp"), sizes, 3, 2).participants(), np.sort(want))
+
+
+def test_the_same_scheme_draws_the_same_participants_whatever_else_differs():
+    """Two samplers of one experiment and seed with the same scheme (written two ways) draw
+    the same participants round after round, whatever their batch sizes and however many
+    batches they draw per round; another scheme or option draws its own."""
+    sizes = np.full(10, 8)
+    bern = {"scheme": "bernoulli", "rho": 0.4}
+    a = AgentSampler(Draws(1, "e"), sizes, 2, bern)
+    b = AgentSampler(Draws(1, "e"), sizes, 8, {"scheme": "bernoulli", "rho": 0.4, "probabilities": None})
+    c = AgentSampler(Draws(1, "e"), sizes, 2, {"scheme": "bernoulli", "rho": 0.6})
+    u1 = AgentSampler(Draws(1, "e"), sizes, 2, 3)
+    u2 = AgentSampler(Draws(1, "e"), sizes, 4, {"scheme": "uniform", "s": 3})
+    same_bc = []
+    for t in range(30):
+        pa, pb, pc = a.participants(), b.participants(), c.participants()
+        np.testing.assert_array_equal(pa, pb)
+        np.testing.assert_array_equal(u1.participants(), u2.participants())
+        same_bc.append(np.array_equal(pa, pc))
+        for k in range(t % 4):
+            a.batches(pa)                                   # a draws batches, b none
+    assert not all(same_bc)
 
 
 def test_unequal_sizes_with_B_equal_to_the_largest_are_not_the_full_shortcut():
@@ -241,4 +298,4 @@ def test_unequal_sizes_with_B_equal_to_the_largest_are_not_the_full_shortcut():
     b = np.asarray(sampler.batches(np.arange(3)))
     np.testing.assert_array_equal(b, batch_indices(sampler.key, 0, np.arange(3), sizes, 4))
     np.testing.assert_array_equal(b[0], np.arange(4))
-    assert b[1].max() < 9 and sampler.draw == 1
+    assert b[1].max() < 9 and sampler.k == 1

@@ -14,7 +14,7 @@ from rfl.testing.run_files import write_run
 
 def test_run_metadata_record_the_sampler_version():
     meta = runner._metadata({"seed": 1}, time.time(), "ok")
-    assert meta["sampler"] == SAMPLER_VERSION == 2
+    assert meta["sampler"] == SAMPLER_VERSION == 3
 
 
 def _runs(tmp_path, versions):
@@ -32,7 +32,7 @@ def _runs(tmp_path, versions):
 
 
 def test_runs_of_one_sampler_are_read_together(tmp_path):
-    paths = _runs(tmp_path, [2, 2, 2])
+    paths = _runs(tmp_path, [SAMPLER_VERSION] * 3)
     io.check_sampler_versions(paths)
     assert sum(len(v) for v in load_runs(paths).values()) == 3
 
@@ -43,7 +43,7 @@ def test_metadata_without_the_key_are_the_first_sampler(tmp_path):
     io.check_sampler_versions(paths)
 
 
-@pytest.mark.parametrize("versions", [[2, None], [1, 2, 2]])
+@pytest.mark.parametrize("versions", [[2, None], [1, 2, 2], [3, 2, 3]])
 def test_mixed_samplers_are_refused_naming_the_files_and_the_fix(tmp_path, versions):
     paths = _runs(tmp_path, versions)
     for check in (io.check_sampler_versions, load_runs):
@@ -51,6 +51,7 @@ def test_mixed_samplers_are_refused_naming_the_files_and_the_fix(tmp_path, versi
             check(paths)
         msg = str(err.value)
         assert "different mini-batch samplers" in msg and "rm -r results/runs" in msg and "rerun" in msg
-        assert "sampler 1: " in msg and "sampler 2: " in msg
+        for v in {1 if v is None else v for v in versions}:
+            assert f"sampler {v}: " in msg
         for p in paths:
             assert str(p) in msg

@@ -79,8 +79,8 @@ def test_scaffold_with_one_agent_is_sgd():
     xs = run(Scaffold(p, Fixed(eta), K, B), x0, rounds, seed)
     sampler = AgentSampler(np.random.default_rng(seed), p.local_sizes, B)
     x, sgd = x0.copy(), [x0]
-    for step in range(rounds * K):
-        batch = batch_indices(sampler.key, step, np.array([0]), p.local_sizes, B)[0]
+    for step in range(rounds * K):                 # local step k of round t: draw t 2^32 + k
+        batch = batch_indices(sampler.key, (step // K) * 2 ** 32 + step % K, np.array([0]), p.local_sizes, B)[0]
         x = x - eta * p.A[0] @ (x - p.z[0, batch].mean(0))
         if (step + 1) % K == 0:
             sgd.append(x)

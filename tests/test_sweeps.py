@@ -242,15 +242,6 @@ def test_a_run_of_a_sweep_is_the_run_of_the_config_without_lists(sweep_data):
     assert len(set(finals.values())) == len(finals)
 
 
-def test_the_draws_of_a_run_are_keyed_by_its_id_without_the_setting():
-    spec = {"run_id": "rfedproj_K2_server_step1p5_alpha2_seed1", "seed": 1,
-            "sweep": [["server_step", 1.5], ["alpha", 2.0]]}
-    assert sweeps.draws_key(spec) == "rfedproj_K2_seed1"
-    assert sweeps.draws_key({"run_id": "rfedags_K5_s3_seed0", "seed": 0}) == "rfedags_K5_s3_seed0"
-    with pytest.raises(ValueError):
-        sweeps.draws_key({**spec, "sweep": [["alpha", 2.0], ["server_step", 1.5]]})
-
-
 # ---- validation ----------------------------------------------------------------------------
 def _bad(mutate):
     cfg = _sweep_config()

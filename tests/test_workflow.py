@@ -41,7 +41,8 @@ def _wc(**kw):
 
 # ---- paths and job lists -------------------------------------------------------------------
 #: the smoke config's sections whose claims name no figure of the config
-SECTION_PAGES = [".smoke/paper_tables/claims/section-federated-td-0-lsa-mangold-et-al.html",
+SECTION_PAGES = [".smoke/paper_tables/claims/section-rfedags-equals-rfedavg-at-k-1-section-3-3.html",
+                 ".smoke/paper_tables/claims/section-federated-td-0-lsa-mangold-et-al.html",
                  ".smoke/paper_tables/claims/section-beyond-the-paper-rfedags-with-heterogeneous-agents-"
                  "and-partial-participation.html"]
 

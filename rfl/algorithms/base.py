@@ -6,7 +6,9 @@ An algorithm is a class that declares itself (``name``, ``label``, ``requires``,
 
 A federated strategy implements ``round(x_t, t, sampler) -> RoundResult`` for one outer
 iteration, keeping whatever state it carries across rounds in itself (``reset(x0)`` sets it
-up); ``FederatedStrategy.iterate`` drives the rounds and yields, after each, the new server
+up): it draws ``sampler.participants()`` once and the mini-batches of local step k as
+``sampler.batches(agents, t, k)`` (so that every method of an experiment sees the same
+batches at (t, k), ``rfl.algorithms.sampling``); ``FederatedStrategy.iterate`` drives the rounds and yields, after each, the new server
 point and the cumulative cost counters that the run table records. A centralised solver
 (``CentralizedSolver``) has its own ``iterate`` with the same rows.
 """
@@ -195,7 +197,8 @@ class FederatedStrategy(Declared, abc.ABC):
         self.participation = participation
         self.set_options(options)
 
-    def sampler(self, rng: np.random.Generator) -> AgentSampler:
+    def sampler(self, rng) -> AgentSampler:
+        """The run's sampler from its draws (``rfl.algorithms.sampling.Draws``, or a Generator)."""
         return AgentSampler(rng, self.problem.local_sizes, self.batch_size, self.participation)
 
     def broadcast(self, x_t: np.ndarray, s: int) -> np.ndarray:
@@ -224,9 +227,10 @@ class FederatedStrategy(Declared, abc.ABC):
                            self.local_work(agents) if grad_evals is None else int(grad_evals),
                            self.floats_per_round(agents.shape[0]) if floats is None else int(floats))
 
-    def iterate(self, x0: np.ndarray, rounds: int, rng: np.random.Generator):
+    def iterate(self, x0: np.ndarray, rounds: int, rng):
         """Yield ``(t, x_{t+1}, Counters)`` after each of ``rounds`` rounds (one Counters
-        object, updated in place). A strategy that declares the option ``average_after``
+        object, updated in place); ``rng``: the run's draws (``rfl.algorithms.sampling.Draws``;
+        a Generator in tests). A strategy that declares the option ``average_after``
         (``rfl.algorithms.averaging.AVERAGE_AFTER``) yields, once it is set, the
         Polyak-Ruppert average of its iterates after that burn-in instead of x_{t+1}; the
         rounds themselves are unchanged."""

@@ -26,8 +26,8 @@ class FedAvg(FederatedStrategy):
         agents = sampler.participants()
         alpha = self.step_size(t)
         x = self.broadcast(x_t, agents.shape[0])                 # a fresh array: updated in place
-        for _ in range(self.K):
-            g = self.problem.minibatch_egrad(x, agents, sampler.batches(agents))
+        for k in range(self.K):
+            g = self.problem.minibatch_egrad(x, agents, sampler.batches(agents, t, k))
             g *= alpha
             x -= g
         w = sampler.weights(self.problem.local_sizes, agents)

@@ -23,8 +23,9 @@ participants and the same mini-batches in every round (one draw, replayed to the
 a coupling of the two chains by one noise sequence, the usual choice of Richardson-Romberg
 estimators for stochastic approximation. (The paper's full text was not at hand here; which
 of the two its algorithm uses is not checked against it, hence the option.) The eta-chain is
-then draw for draw the FedAvg run of the same seed. False: the 2 eta-chain draws from its own
-stream (a child of the run's generator), independent of the eta-chain's. The bias of the
+then draw for draw the FedAvg run of the same seed and experiment (``rfl.algorithms.sampling``:
+common random numbers). False: the 2 eta-chain draws from its own stream (``Draws.child``),
+independent of the eta-chain's. The bias of the
 extrapolation is the same either way (each chain's mean is); the sharing changes only its
 variance (README, FedRR section: the measured difference).
 
@@ -46,6 +47,7 @@ import numpy as np
 from .averaging import RunningMean, extrapolate
 from .base import FederatedStrategy, RoundResult
 from .fedavg import FedAvg
+from .sampling import Draws
 
 
 class _Scaled:
@@ -86,8 +88,8 @@ class _Recorded:
     def participants(self):
         return self._next("participants", self.sampler.participants)
 
-    def batches(self, agents):
-        return self._next("batches", lambda: self.sampler.batches(agents))
+    def batches(self, agents, t=None, k=None):
+        return self._next("batches", lambda: self.sampler.batches(agents, t, k))
 
     def weights(self, local_sizes, agents):
         return self._next("weights", lambda: self.sampler.weights(local_sizes, agents))
@@ -121,10 +123,12 @@ class RichardsonRomberg(FederatedStrategy):
         self._coarse_sampler = None
 
     def sampler(self, rng):
-        """The eta-chain's sampler; without a shared stream the 2 eta-chain's own one is drawn
-        from a child of ``rng`` (``Generator.spawn``)."""
+        """The eta-chain's sampler; without a shared stream the 2 eta-chain's own one draws
+        from an independent stream: ``Draws.child("2eta")`` of the run's draws (or a child
+        ``Generator.spawn`` of a generator)."""
         if not self.shared_stream:
-            self._coarse_sampler = self.coarse.sampler(rng.spawn(1)[0])
+            child = rng.child("2eta") if isinstance(rng, Draws) else rng.spawn(1)[0]
+            self._coarse_sampler = self.coarse.sampler(child)
         return self.fine.sampler(rng)
 
     def reset(self, x0) -> None:

@@ -100,7 +100,7 @@ class RFedAGS(FederatedStrategy):
         agents = sampler.participants()
         x_server = self.broadcast(x_t, agents.shape[0])     # (s, *shape), the transport target
         zeta = gradient_stream(self.problem, x_server, agents, self.step_size(t), self.K,
-                               lambda k: sampler.batches(agents), self.local_method)   # line 6
+                               lambda k: sampler.batches(agents, t, k), self.local_method)   # line 6
         return agents, zeta
 
     def local_work(self, agents: np.ndarray) -> int:

@@ -37,6 +37,6 @@ class RFedAvg(FederatedStrategy):
         s = agents.shape[0]
         alpha = self.step_size(t)
         x = local_sgd(self.problem, self.broadcast(x_t, s), agents, alpha, self.K,
-                      lambda k: sampler.batches(agents))
+                      lambda k: sampler.batches(agents, t, k))
         w = sampler.weights(self.problem.local_sizes, agents)
         return self.result(tangent_mean(m, x_t, x, w), agents)

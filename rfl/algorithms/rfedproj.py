@@ -71,10 +71,10 @@ class RFedProj(FederatedStrategy):
         self.c = np.zeros((self.problem.n_agents,) + self.manifold.point_shape)
         self.previous = np.zeros(self.problem.n_agents, dtype=bool)
 
-    def local_gradient(self, z, agents, sampler):
-        """Lines 5-6: a fresh mini-batch per agent (``sampler.batches``) and the Riemannian
-        mini-batch gradient at z: ``(s, *point_shape)``."""
-        return self.problem.minibatch_rgrad(z, agents, sampler.batches(agents))
+    def local_gradient(self, z, agents, sampler, t, k):
+        """Lines 5-6: a fresh mini-batch per agent (``sampler.batches`` of local step k of
+        round t) and the Riemannian mini-batch gradient at z: ``(s, *point_shape)``."""
+        return self.problem.minibatch_rgrad(z, agents, sampler.batches(agents, t, k))
 
     def round(self, x_t, t, sampler):
         """One round (lines 3-15) from the state (x_bar^r, c^r), which it advances; returns
@@ -92,8 +92,8 @@ class RFedProj(FederatedStrategy):
         z = z_hat.copy()
         c_r = self.c[agents]                                               # (s, *shape)
         g_sum = m.zero_vector(z)
-        for _ in range(self.K):                                            # line 4
-            g = self.local_gradient(z, agents, sampler)                    # lines 5-6
+        for k in range(self.K):                                            # line 4
+            g = self.local_gradient(z, agents, sampler, t, k)              # lines 5-6
             g_sum += g
             z_hat = z_hat - eta * (g + c_r)                                # line 7
             z = m.nearest_point(z_hat)                                     # line 8

@@ -94,8 +94,8 @@ class RFedSVRG(FederatedStrategy):
             senders = agents
         shift = g_local - g_global[None]                                   # grad f_j(x_t) - grad f(x_t)
         x = x_server.copy()                                                # x^j_0 = x_t
-        for _ in range(self.K):
-            batch = sampler.batches(agents)
+        for k in range(self.K):
+            batch = sampler.batches(agents, t, k)
             v = self.problem.minibatch_rgrad(x, agents, batch) - m.transport(x_server, x, shift)
             x = m.retraction(x, -alpha * v)                                # local gradient step
         full = int(np.asarray(self.problem.local_sizes)[senders].sum())    # N_i per sender

@@ -74,8 +74,8 @@ class Scaffold(FederatedStrategy):
         eta = self.step_size(t)
         xi = self.corrections(agents)                                         # (s, d)
         x = self.broadcast(x_t, agents.shape[0])                              # y_i = x_t
-        for _ in range(self.K):
-            g = self.problem.minibatch_egrad(x, agents, sampler.batches(agents))
+        for k in range(self.K):
+            g = self.problem.minibatch_egrad(x, agents, sampler.batches(agents, t, k))
             g -= xi
             g *= eta
             x -= g                                                            # a fresh array: in place

@@ -28,10 +28,11 @@ The rest is RFedProj (``rfl.algorithms.rfedproj``, Zhang et al. Algorithm 1) wit
 of the mini-batch Riemannian gradient of line 6: the local steps on z_hat, the projection,
 the drift correction c_j and the server step.
 
-Random directions: agent j's directions at the local step whose mini-batch is draw c of the
-sampler are ``directions(key, c, j, B, point_shape)``, a stream of their own keyed by
-(the run's mini-batch key, c, j), so a client reproduces its own directions, whoever else takes
-part (as its mini-batches, ``rfl.algorithms.sampling``).
+Random directions: agent j's directions at local step k of round t are
+``directions(key, c, j, B, point_shape)``, c = ``draw_number(t, k)`` the draw number of that
+step's mini-batch, a stream of their own keyed by (the run's mini-batch key, c, j), so a client
+reproduces its own directions, whoever else takes part, and every method of the experiment
+that draws directions at (t, k) draws the same (as its mini-batches, ``rfl.algorithms.sampling``).
 
 Cost counted: the sample oracle calls are cost evaluations, two per sample per local step
 (f at x and at P_M(x + mu u_b)): 2 s K B per round in the run table's ``grad_evals``
@@ -43,6 +44,7 @@ from __future__ import annotations
 import numpy as np
 
 from .rfedproj import RFedProj
+from .sampling import draw_number
 
 #: first word of the directions' seed (keeps their stream apart from any other seeded one)
 DIRECTIONS_TAG = 0x5A4F
@@ -89,10 +91,11 @@ class ZORFedProj(RFedProj):
     style = {"color": "tab:olive", "ls": ":"}
     plot_order = 12
 
-    def local_gradient(self, z, agents, sampler):
-        """G_mu at z for each agent with a fresh mini-batch and one direction per sample."""
-        draw = sampler.draw
-        batch = np.asarray(sampler.batches(agents))
+    def local_gradient(self, z, agents, sampler, t, k):
+        """G_mu at z for each agent with the mini-batch of local step k of round t and one
+        direction per sample."""
+        draw = draw_number(t, k)
+        batch = np.asarray(sampler.batches(agents, t, k))
         shape = self.manifold.point_shape
         u = np.stack([directions(sampler.key, draw, j, batch.shape[1], shape) for j in agents])
         return zo_gradient(self.problem, z, agents, batch, u, self.mu)

@@ -58,7 +58,7 @@ def judge_claim(spec: dict, cid: str, claim: dict, setting: tuple | None = None,
         judgement = rule.judge(Evidence(spec, kept, setting, groups), params)
         judgement = Judgement(judgement.verdict, judgement.rows,
                               judgement.notes + [f"Judged without {e}, not run: {skipped[e]}."
-                                                 for e in absent], judgement.decide)
+                                                 for e in absent], judgement.decide, judgement.margin)
     elif not any(spec["runs"].get(e) for e in evidence.names()):
         judgement = Judgement(UNDECIDED if rule.judges else None,
                               notes=["No run table of its experiments: nothing was measured."],
@@ -72,7 +72,7 @@ def judge_claim(spec: dict, cid: str, claim: dict, setting: tuple | None = None,
             "rule": claim["rule"], "params": params, "rule_text": rule.describe(params),
             "experiments": evidence.names(), "figures": claim_figures(spec["config"], claim),
             "verdict": judgement.verdict, "rows": judgement.rows, "notes": judgement.notes,
-            "decide": judgement.decide,
+            "decide": judgement.decide, "margin": judgement.margin,
             "size": describe_size(spec["config"], evidence.names()),
             **({"setting": setting_label(setting)} if setting else {})}
 
@@ -84,7 +84,7 @@ def toy(judgement: Judgement) -> Judgement:
                      judgement.notes + [f"At toy size the rule gives: {judgement.verdict} (no evidence "
                                         f"about the paper)."],
                      "the same claim at the default config's size (config/config.yaml) or the "
-                     "paper's (config/paper.yaml)")
+                     "paper's (config/paper.yaml)", judgement.margin)
 
 
 def declared(spec: dict) -> dict:
@@ -141,7 +141,8 @@ def claim_lines(result: dict) -> list[str]:
     if result["notes"]:
         lines += [*result["notes"], ""]
     if result["verdict"] is not None:
-        lines += [f"**Verdict: {result['verdict']}.** _Rule ({result['rule']}): {result['rule_text']}_", ""]
+        margin = f" ({result['margin']})" if result.get("margin") else ""
+        lines += [f"**Verdict: {result['verdict']}{margin}.** _Rule ({result['rule']}): {result['rule_text']}_", ""]
     if result["decide"]:
         lines += [f"What would decide it: {result['decide']}.", ""]
     lines += [f"Size: {result['size']}.", ""]

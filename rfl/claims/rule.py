@@ -26,13 +26,16 @@ EXPERIMENT_LIST = {"type": "array", "minItems": 1, "items": {"type": "string"}}
 class Judgement:
     """What a rule found: the ``verdict`` (one of ``VERDICTS``, or None for a measurement that
     judges nothing), the evidence as table ``rows`` (one dict per row), ``notes`` (Markdown
-    lines), and for an undecided verdict what would decide it (``decide``: rounds, seeds or
-    agents, computed)."""
+    lines), for an undecided verdict what would decide it (``decide``: rounds, seeds or
+    agents, computed), and the measured quantity the verdict rests on against the claim's
+    threshold (``margin``, e.g. "largest relative difference 3e-15, claim <= 1e-10"), printed
+    on the verdict line."""
 
     verdict: str | None
     rows: list[dict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     decide: str | None = None
+    margin: str | None = None
 
     def __post_init__(self):
         if self.verdict is not None and self.verdict not in VERDICTS:
@@ -105,6 +108,24 @@ class Evidence:
             if k[0] == algorithm:
                 out.setdefault(k[1], v)
         return dict(sorted(out.items()))
+
+    def seeded_runs(self, experiment: str) -> dict[tuple, dict[int, pd.DataFrame]]:
+        """(algorithm, K, participation) -> {seed: run table} of ``experiment``, read with each
+        run's metadata (for rules that pair the runs of two methods seed by seed: the methods of
+        an experiment share their draws per seed, ``rfl.algorithms.sampling``); each table's
+        ``attrs["sampler"]`` is the version of the draws it was run with."""
+        from rfl import io
+        from rfl.reporting.figures import method_key
+
+        paths = self.spec["runs"].get(experiment, [])
+        io.check_sampler_versions(paths)
+        out: dict[tuple, dict[int, pd.DataFrame]] = {}
+        for path in paths:
+            table, meta = io.read_run_table(path)
+            table.attrs["sampler"] = io.sampler_version(meta)
+            spec = meta["spec"]
+            out.setdefault(method_key(spec["algorithm"], spec.get("sweep")), {})[int(spec["seed"])] = table
+        return out
 
     def experiment(self, name: str) -> dict:
         return self.config["experiments"][name]

@@ -1,7 +1,8 @@
 """One agent's side of a round, without Flower: what a ClientApp computes from a message.
 
-The server's ConfigRecord carries (algorithm, t, alpha_t, K, B, key, draw); agent j draws the
-batch of local step k as ``agent_batch(key, draw + k, j, N_j, B)`` and runs the strategy's own
+The server's ConfigRecord carries (algorithm, t, alpha_t, K, B, key, draw), draw = t 2^32 the
+draw number of the round's first local step (``rfl.flower.sampling.round_draw``); agent j draws
+the batch of local step k as ``agent_batch(key, draw + k, j, N_j, B)`` and runs the strategy's own
 local work (``rfl.algorithms.rfedags.gradient_stream``, ``rfl.algorithms.rfedavg.local_sgd``,
 ``svrg_local_steps`` below) on its problem restricted to itself (agents = [j_local], the
 agent's row in the data file it holds).

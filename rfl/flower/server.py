@@ -45,7 +45,8 @@ class FlowerRounds:
 
     def iterate(self, x0, rounds, rng):
         alg = self.strategy.algorithm
-        # the simulator's sampler, seeded by the run's stream: same participants, same key
+        # the simulator's sampler from the run's draws (rfl.algorithms.sampling.Draws):
+        # same participants, same key
         self.strategy.sampler = AgentSampler(rng, self.strategy.local_sizes, alg.batch_size,
                                                alg.participation)
         counters = Counters()

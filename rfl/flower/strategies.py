@@ -3,8 +3,8 @@
 A round (``configure_train`` -> replies -> ``aggregate_train``):
 
 1. the server draws the participants with the run's sampler (the simulator's
-   ``AgentSampler``; Flower's own node sampling is not reproducible) and reserves the K
-   mini-batch draws of the round (``rfl.flower.sampling.advance``);
+   ``AgentSampler``; Flower's own node sampling is not reproducible) and sends the draw
+   number of the round's first local step (``rfl.flower.sampling.round_draw``: t 2^32);
 2. each participant's node gets x_t as ``ArrayRecord({"x": ...})`` and a ConfigRecord
    (algorithm, t, alpha_t, K, B, key, draw), runs its local work (``rfl.flower.local``) and
    replies with zeta^j in T_{x_t}M (RFedAGS) or its last iterate x^j_{t,K} (RFedAvg,
@@ -63,7 +63,7 @@ from rfl.algorithms.aggregation import (
     weighted_mean,
 )
 from rfl.flower.local import REPLY_KEY
-from rfl.flower.sampling import advance
+from rfl.flower.sampling import round_draw
 from rfl.participation.base import proportional_weights
 
 #: how far a returned point may be from the manifold, or a returned vector from T_{x_t}M
@@ -127,7 +127,7 @@ class RiemannianStrategy(Strategy):
     def _round_config(self, server_round: int) -> ConfigRecord:
         alg = self.algorithm
         t = server_round - 1
-        draw = advance(self.sampler, alg.K)
+        draw = round_draw(t, alg.K)
         return self._config(round=int(server_round), t=int(t), alpha=float(alg.step_size(t)),
                             K=int(alg.K), B=int(alg.batch_size), key=str(int(self.sampler.key)),
                             draw=int(draw))

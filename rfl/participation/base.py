@@ -42,8 +42,10 @@ class ParticipationScheme(abc.ABC):
     name: config name (``participation: {scheme: <name>}``); options: JSON-schema
     ``properties`` of its options, each with its default; normalised: its weights sum to 1.
     ``participants()`` is called once per round, before ``weights(local_sizes, agents)`` for
-    that round's agents; the scheme's random draws come from ``rng`` (the run's sampling
-    stream), in the order of the calls.
+    that round's agents; the scheme's random draws come from ``rng`` (the run's participation
+    stream, keyed by the experiment and the scheme: ``rfl.algorithms.sampling.Draws``, so
+    every method of an experiment with this scheme draws the same agents), in the order of
+    the calls.
     """
 
     name: ClassVar[str]
@@ -257,17 +259,23 @@ def check(participation, n_agents: int | None) -> list[tuple[list, str]]:
     return out
 
 
-def make_scheme(participation, n_agents: int, rng: np.random.Generator) -> ParticipationScheme:
-    """The scheme of a (config or canonical) ``participation`` for a run with ``n_agents``
-    agents; ValueError naming the problem for a bad one."""
-    from rfl.registry import PARTICIPATION
-
+def checked(participation, n_agents: int):
+    """``canonical(participation, n_agents)`` of a valid ``participation``; ValueError naming
+    the problem for a bad one."""
     problems = check(participation, n_agents)
     if problems:
         path, msg = problems[0]
         key = ".".join(["participation"] + [str(p) for p in path])
         raise ValueError(f"{key}: {msg}")
-    p = canonical(participation, n_agents)
+    return canonical(participation, n_agents)
+
+
+def make_scheme(participation, n_agents: int, rng: np.random.Generator) -> ParticipationScheme:
+    """The scheme of a (config or canonical) ``participation`` for a run with ``n_agents``
+    agents; ValueError naming the problem for a bad one."""
+    from rfl.registry import PARTICIPATION
+
+    p = checked(participation, n_agents)
     if p is None:
         return PARTICIPATION["full"](n_agents, rng)
     if isinstance(p, int):

@@ -4,9 +4,9 @@ papers' pseudo-code, keyed by strategy name (``REFERENCE_LOOPS``, filled by ``@r
 A loop is a Python loop over rounds, agents and local steps on single points (no agents
 axis), through single-point manifold maps (pymanopt's where pymanopt has the map, a formula
 of the paper otherwise: ``single_point_ops``). It consumes the draws of an ``AgentSampler``
-in the same order as the vectorised strategies (per round: ``participants``; per local step:
-one draw of the mini-batches, which each agent makes on its own: ``own_batches``), so the two
-can be compared draw for draw; the strategy contract
+as the vectorised strategies do (per round: ``participants``; per local step k of round t:
+the mini-batches of draw number t 2^32 + k, which each agent makes on its own:
+``own_batches``), so the two can be compared draw for draw; the strategy contract
 (``rfl.testing.strategy``), the algorithm tests and the speed-up benchmarks use them as the
 oracle.
 
@@ -230,15 +230,20 @@ def _euclidean(m):
 
 
 # ---- mini-batches -------------------------------------------------------------------
-def own_batches(sampler, agents) -> list[np.ndarray]:
-    """One local step's mini-batches, each agent drawing its own as a client holding only its
-    data would: ``batch_indices(key, c, [j], local_sizes, B)[0]`` for c the sampler's draw
-    counter, which then advances as ``AgentSampler.batches`` advances it. A vectorised strategy
-    consuming ``batches(agents)`` agrees with this only if its batches are per-agent draws,
-    independent of the other participants: ``[(B,)] * s``."""
+def step_draw(t: int, k: int) -> int:
+    """The draw number of local step k of round t as sampler version 3 defines it (written out
+    here, not taken from the sampler): t 2^32 + k."""
+    return t * 2 ** 32 + k
+
+
+def own_batches(sampler, agents, t, k) -> list[np.ndarray]:
+    """The mini-batches of local step k of round t, each agent drawing its own as a client
+    holding only its data would: ``batch_indices(key, t 2^32 + k, [j], local_sizes, B)[0]``. A
+    vectorised strategy consuming ``batches(agents, t, k)`` agrees with this only if its
+    batches are per-agent draws, independent of the other participants and keyed by (t, k):
+    ``[(B,)] * s``."""
     from rfl.algorithms.sampling import batch_indices
-    c = sampler.draw
-    sampler.draw += 1
+    c = step_draw(t, k)
     return [batch_indices(sampler.key, c, np.array([j]), sampler.local_sizes, sampler.batch_size)[0]
             for j in agents]
 
@@ -302,7 +307,7 @@ def rfedags_loop(problem, x1, step_size, K, rounds, sampler, ops=None, local_met
         g_full = {j: ops.euclidean_to_riemannian_gradient(x_t, problem.local_egrad(x_t[None], np.array([j]))[0])
                   for j in agents} if local_method == "rsvrg" else {}
         for k in range(K):                                        # line 5
-            batches = own_batches(sampler, agents)                     # line 6
+            batches = own_batches(sampler, agents, t, k)                     # line 6
             for row, j in enumerate(agents):                      # line 3: agents in parallel
                 g = _agent_grad(problem, ops, x[j], j, batches[row])
                 if local_method == "rsvrg":
@@ -329,7 +334,7 @@ def rfedavg_loop(problem, x1, step_size, K, rounds, sampler, ops=None):
         alpha = step_size(t)
         x = {j: x_t.copy() for j in agents}
         for k in range(K):
-            batches = own_batches(sampler, agents)
+            batches = own_batches(sampler, agents, t, k)
             for row, j in enumerate(agents):
                 x[j] = ops.retraction(x[j], -alpha * _agent_grad(problem, ops, x[j], j, batches[row]))
         w = sampler.weights(problem.local_sizes, agents)
@@ -367,7 +372,7 @@ def rfedsvrg_loop(problem, x1, step_size, K, rounds, sampler, ops=None, correcti
             g_glob = sum(w[row] * g_loc[j] for row, j in enumerate(agents))
         x = {j: x_t.copy() for j in agents}
         for k in range(K):
-            batches = own_batches(sampler, agents)
+            batches = own_batches(sampler, agents, t, k)
             for row, j in enumerate(agents):
                 g = _agent_grad(problem, ops, x[j], j, batches[row])
                 v = g - ops.transport(x_t, x[j], g_loc[j] - g_glob)
@@ -418,8 +423,8 @@ def rfedproj_loop(problem, x1, step_size, K, rounds, sampler, ops=None, server_s
     Correction: the compact form's c_j^{r+1} = average - old; with ``line15`` the literal line 15
     with its factor read as 1/(eta_g eta K): c_j^{r+1} = (P(x_bar^r) - x_bar^{r+1})/(eta_g eta K) - old_j
     (the same when every agent takes part in every round). ``local_grad(z, j, batch, draw)``:
-    agent j's local field at z in place of its mini-batch gradient (draw: the sampler's
-    mini-batch draw counter of the step)."""
+    agent j's local field at z in place of its mini-batch gradient (draw: the draw number
+    of the step's mini-batch, ``step_draw(r, t)``)."""
     ops = ops or single_point_ops(problem.manifold)
     project = project or getattr(ops, "project", None)
     if project is None:
@@ -437,8 +442,8 @@ def rfedproj_loop(problem, x1, step_size, K, rounds, sampler, ops=None, server_s
         c_r = {j: c.get(j, np.zeros_like(y)) for j in agents}
         grads = {j: [] for j in agents}
         for t in range(K):                                       # line 4
-            draw = sampler.draw
-            batches = own_batches(sampler, agents)                    # line 5
+            draw = step_draw(r, t)
+            batches = own_batches(sampler, agents, r, t)                    # line 5
             for row, j in enumerate(agents):
                 if local_grad is None:
                     g = _agent_grad(problem, ops, z[j], j, batches[row])     # line 6
@@ -473,7 +478,7 @@ def fedavg_loop(problem, x1, step_size, K, rounds, sampler, ops=None, average_af
         alpha = step_size(t)
         x = {j: x_t.copy() for j in agents}
         for k in range(K):
-            batches = own_batches(sampler, agents)
+            batches = own_batches(sampler, agents, t, k)
             for row, j in enumerate(agents):
                 x[j] = x[j] - alpha * _flat_field(problem, x[j], j, batches[row])
         w = sampler.weights(problem.local_sizes, agents)
@@ -500,7 +505,7 @@ def scafflsa_loop(problem, theta0, step_size, H, rounds, sampler, ops=None, xi=N
         eta = step_size(t)
         theta = {c: theta_t.copy() for c in agents}
         for h in range(H):
-            batches = own_batches(sampler, agents)
+            batches = own_batches(sampler, agents, t, h)
             for row, c in enumerate(agents):
                 theta[c] = theta[c] - eta * (_flat_field(problem, theta[c], c, batches[row]) - xi[c])
         w = sampler.weights(problem.local_sizes, agents)
@@ -530,7 +535,7 @@ def scaffold_loop(problem, x1, step_size, K, rounds, sampler, ops=None, server_s
         eta = step_size(t)
         y = {j: x_t.copy() for j in agents}
         for k in range(K):
-            batches = own_batches(sampler, agents)
+            batches = own_batches(sampler, agents, t, k)
             for row, j in enumerate(agents):
                 y[j] = y[j] - eta * (_flat_field(problem, y[j], j, batches[row]) - c_i[j] + c)
         w = sampler.weights(problem.local_sizes, agents)
@@ -561,7 +566,7 @@ def fedrr_loop(problem, x1, step_size, K, rounds, sampler, ops=None, burn_in=0,
         eta = step_size(t)
         x = {f: {j: chains[f][-1].copy() for j in agents} for f in chains}
         for k in range(K):
-            batches = own_batches(sampler, agents)
+            batches = own_batches(sampler, agents, t, k)
             for f in chains:
                 for row, j in enumerate(agents):
                     x[f][j] = x[f][j] - f * eta * _flat_field(problem, x[f][j], j, batches[row])
@@ -598,7 +603,7 @@ def rfedags_rr_loop(problem, x1, step_size, K, rounds, sampler, ops=None, burn_i
         x = {f: {j: chains[f][-1].copy() for j in agents} for f in chains}
         zeta = {f: {j: np.zeros_like(x1) for j in agents} for f in chains}
         for k in range(K):
-            batches = own_batches(sampler, agents)
+            batches = own_batches(sampler, agents, t, k)
             for f in chains:
                 for row, j in enumerate(agents):
                     eta = -f * alpha * _agent_grad(problem, ops, x[f][j], j, batches[row])

@@ -1,6 +1,7 @@
-"""``curves_within_factor``: two methods behave alike (RFedAGS paper, Section 5: RFedAGS and
-RFedAvg coincide for K = 1 with Exp and parallel transport): at each common K, their median
-excess-risk curves stay within a factor of each other at every round."""
+"""``curves_within_factor``: two methods behave alike: at each common K, their median
+excess-risk curves stay within a factor of each other at every round. rfl's own comparison
+of RFedAGS and RFedAvg at K > 1 (the paper claims no likeness there; its Section 3.3 identity
+at K = 1, with Exp and parallel transport, is ``identical_runs``)."""
 
 from __future__ import annotations
 
