@@ -54,6 +54,12 @@ class Study:
         self.runs.setdefault(experiment, []).append(str(path))
         return self
 
+    def seeds(self, experiment, values, n=3, **kw):
+        """``run`` for seeds 0..n-1 (each a callable of the seed, or the same ``values``)."""
+        for s in range(n):
+            self.run(experiment, values(s) if callable(values) else values, seed=s, **kw)
+        return self
+
     def judge(self, rule, experiments, params=None):
         claim = {"section": "s", "statement": "c", "rule": rule, "params": params or {},
                  "experiments": experiments}
@@ -250,27 +256,79 @@ def test_ends_as_low_undecided_while_a_curve_still_falls(tmp_path, ags, avg):
     assert r["verdict"] == UNDECIDED and "more rounds" in r["decide"]
 
 
-@pytest.mark.parametrize("q_ags, q_avg, want", [(0.5, 0.7, REPRODUCED), (0.7, 0.7, PARTLY),
+def pair3(tmp_path, ags, avg, n=3):
+    """``n`` seeds of RFedAGS and RFedAvg (each a curve, or a callable of the seed) at K = 50."""
+    return Study(tmp_path).seeds("t", ags, n, K=50).seeds("t", avg, n, name="rfedavg", K=50)
+
+
+@pytest.mark.parametrize("q_ags, q_avg, want", [(0.5, 0.7, REPRODUCED), (0.7, 0.7, NOT),
                                                 (0.7, 0.5, NOT), (1.0, 0.5, NOT)])
-def test_faster_than_rounds_to_a_common_level(tmp_path, q_ags, q_avg, want):
-    r = pair(tmp_path, geometric(q_ags, 100, 1e-6), geometric(q_avg, 100, 1e-6)).judge("faster_than", ["t"])
+def test_faster_than_over_several_levels(tmp_path, q_ags, q_avg, want):
+    r = pair3(tmp_path, geometric(q_ags, 100, 1e-6), geometric(q_avg, 100, 1e-6)).judge("faster_than", ["t"])
     assert r["verdict"] == want
     if q_ags < 1:
-        row = r["rows"][0]
-        # level sqrt(start x higher plateau) ~ 1e-3: first round with q^t + 1e-6 strictly below it
-        t = np.arange(101)
-        assert row["rfedags rounds"] == np.argmax(geometric(q_ags, 100, 1e-6) < row["level"])
-        assert row["level"] == pytest.approx(np.sqrt(1.000001 * max(np.median(geometric(q, 100, 1e-6)[-10:])
-                                                                  for q in (q_ags, q_avg))))
-        assert t[int(row["rfedags rounds"])] == pytest.approx(np.log(row["level"] - 1e-6) / np.log(q_ags), abs=1)
+        # oracle: the levels 1.000001 (P / 1.000001)^(j / 5), P the higher plateau, by a plain loop
+        a, b = geometric(q_ags, 100, 1e-6), geometric(q_avg, 100, 1e-6)
+        P = max(np.median(a[-10:]), np.median(b[-10:]))
+        levels = [1.000001 * (P / 1.000001) ** (j / 5) for j in (1, 2, 3, 4)]
+        first = lambda c, lv: next(t for t in range(101) if c[t] <= lv)       # noqa: E731
+        ratio = np.exp(np.mean([np.log((1 + first(a, lv)) / (1 + first(b, lv))) for lv in levels]))
+        assert r["rows"][0]["rounds ratio"] == pytest.approx(ratio, rel=1e-12)
+        assert r["rows"][0]["interval"] == f"[{ratio:.3g}, {ratio:.3g}]"     # identical seeds: no spread
+
+
+def test_identical_curves_are_a_tie_not_faster_and_their_ratio_is_exactly_one(tmp_path):
+    r = pair3(tmp_path, geometric(0.7, 100, 1e-6), geometric(0.7, 100, 1e-6)).judge("faster_than", ["t"])
+    assert r["verdict"] == NOT and r["rows"][0]["rounds ratio"] == 1.0
+    assert r["margin"] == "K = 50: rounds ratio 1 [1, 1], claim <= 0.95 (3 seeds, t)"
+
+
+def test_a_tie_at_one_level_with_one_method_ahead_elsewhere_is_not_faster(tmp_path):
+    """RFedAvg at 0.5^t; RFedAGS flat at 1 until round 10, then 0.25 per round to 0.5^20 at round
+    20, then 0.5^t: they tie at every level from 0.5^20 down and RFedAvg is ahead at every level
+    above it. The old rule read one level (sqrt(start x plateau) ~ 1e-6, reached by both at
+    round 20: a tie); here every level counts."""
+    t = np.arange(101)
+    ags = np.where(t <= 10, 1.0, np.where(t <= 20, 0.25 ** (t - 10.0), 0.5 ** t)) + 1e-12
+    avg = geometric(0.5, 100, 1e-12)
+    assert ags[20] == avg[20] and (ags[1:20] > avg[1:20]).all() and (ags[20:] == avg[20:]).all()
+    r = pair3(tmp_path, ags, avg).judge("faster_than", ["t"])
+    assert r["verdict"] == NOT and r["rows"][0]["rounds ratio"] > 1
+    # the mirror: RFedAGS ahead above the tie, as fast below it: faster
+    r = pair3(tmp_path / "m", avg, ags).judge("faster_than", ["t"])
+    assert r["verdict"] == REPRODUCED
+
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_one_or_two_seeds_never_refute_faster(tmp_path, n):
+    r = pair3(tmp_path, geometric(0.9, 100, 1e-6), geometric(0.5, 100, 1e-6), n).judge("faster_than", ["t"])
+    assert r["verdict"] == UNDECIDED and f"{n} seed" in r["decide"] and "at least 3" in r["decide"]
+
+
+def test_faster_than_pairs_by_seed_and_reads_the_spread(tmp_path):
+    """Per seed s, RFedAvg at q_s^t and RFedAGS at q_s^(t / c): ratios of rounds near c with
+    seed-to-seed spread; paired, the interval is tight around c (unpaired, the seeds'
+    different q would blur it). c = 0.9 holds under 0.95; c = 1 is a tie (not faster)."""
+    qs = [0.6, 0.7, 0.8]
+    for c, want in ((0.8, REPRODUCED), (1.0, NOT)):
+        r = pair3(tmp_path / str(c), lambda s: geometric(qs[s] ** (1 / c), 200, 1e-9),
+                  lambda s: geometric(qs[s], 200, 1e-9)).judge("faster_than", ["t"])
+        assert r["verdict"] == want
 
 
 def test_faster_than_undecided_while_the_first_has_not_got_there(tmp_path):
-    """RFedAGS at 100 x 0.97^t (still decreasing: its last 10 rounds 1.36x below the 10 before)
-    against RFedAvg at 0.5^t + 0.9: the level sqrt(1.9 x 100 x 0.97^95) = 3.1 needs 114 rounds
-    of RFedAGS, more than the 100 run."""
-    r = pair(tmp_path, geometric(0.97, 100, start=100.0), geometric(0.5, 100, 0.9)).judge("faster_than", ["t"])
-    assert r["verdict"] == UNDECIDED and "more rounds of rfedags" in r["decide"]
+    """RFedAGS at 100 x 0.97^t still decreasing against RFedAvg at 0.5^t + 0.9 levelled: RFedAGS's
+    plateau is above the start 1.9, so the levels run down to RFedAvg's plateau 0.9, out of
+    RFedAGS's reach within the run (censored)."""
+    r = pair3(tmp_path, geometric(0.97, 100, start=100.0), geometric(0.5, 100, 0.9)).judge("faster_than", ["t"])
+    assert r["verdict"] == NOT        # its censored rounds are a lower bound: slower already
+
+
+def test_faster_than_undecided_while_the_second_has_not_got_there(tmp_path):
+    """The mirror: RFedAGS levelled at 0.9 in a few rounds, RFedAvg not yet at the levels: a
+    FAIL could not rest on RFedAvg's censored rounds, but RFedAGS is faster whatever they are."""
+    r = pair3(tmp_path, geometric(0.5, 100, 0.9), geometric(0.97, 100, start=100.0)).judge("faster_than", ["t"])
+    assert r["verdict"] == REPRODUCED
 
 
 # ---- decreasing_in_k ------------------------------------------------------------------------------

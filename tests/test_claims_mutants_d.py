@@ -63,9 +63,10 @@ def test_ends_as_low_rows_name_K_and_with_two_experiments_the_experiment(tmp_pat
 
 def test_linear_rate_row_shows_R2_of_an_exact_geometric_curve(tmp_path):
     """log 0.9^t is a line: R^2 = 1, contraction 0.9."""
-    r = Study(tmp_path).run("h", geometric(0.9, 200)).judge("linear_rate", ["h"])
-    assert r["rows"][0]["R^2 (log-linear)"] == pytest.approx(1.0)
+    r = Study(tmp_path).seeds("h", geometric(0.9, 200)).judge("linear_rate", ["h"])
+    assert r["rows"][0]["R^2 (median)"] == pytest.approx(1.0)
     assert r["rows"][0]["contraction/round"] == pytest.approx(0.9)
+    assert r["rows"][0]["contraction interval"] == "[0.9, 0.9]" and r["verdict"] == REPRODUCED
 
 
 def test_decaying_more_accurate_rows_show_both_plateaus(tmp_path):
@@ -79,16 +80,15 @@ def test_decaying_more_accurate_rows_show_both_plateaus(tmp_path):
 
 
 def test_larger_k_faster_undecided_beside_reproduced_is_undecided(tmp_path):
-    """Experiment a: K = 1, 2, 4 at 0.9^t, 0.5^t, 0.2^t floored (non-increasing rounds:
-    reproduced); experiment b has one K (nothing to compare: undecided). The undecided
-    experiment could still fail, so the claim is undecided."""
+    """Experiment a: K = 1, 2, 4, 8 at 0.9^t, 0.5^t, 0.2^t, 0.2^t floored, 3 seeds (K = 8 no
+    faster: reproduced, both halves); experiment b has one K (nothing to compare: undecided).
+    The undecided experiment could still fail, so the claim is undecided."""
     st = Study(tmp_path)
-    for K, q, P in zip((1, 2, 4), (0.9, 0.5, 0.2), (1e-4, 1e-6, 1e-8)):
-        st.run("a", np.maximum(q ** np.arange(151.0), P), K=K)
-    st.run("b", np.maximum(0.5 ** np.arange(151.0), 1e-4), K=1)
+    for K, q in zip((1, 2, 4, 8), (0.9, 0.5, 0.2, 0.2)):
+        st.seeds("a", np.maximum(q ** np.arange(151.0), 1e-10), K=K)
+    st.seeds("b", np.maximum(0.5 ** np.arange(151.0), 1e-4), K=1)
     assert st.judge("larger_k_faster", ["a"])["verdict"] == REPRODUCED
     assert st.judge("larger_k_faster", ["a", "b"])["verdict"] == UNDECIDED
-
 
 def test_converges_note_gives_last_over_round_0(tmp_path):
     """5 x 0.99^t over 200 rounds: last / round 0 = 0.99^200 = 0.134 (not 5^2 x 0.134)."""
