@@ -453,11 +453,11 @@ def test_by_k_reads_every_agent_or_the_experiments_own_participation(tmp_path):
     """``participation: every`` reads only runs with every agent; ``any`` reads the run under the
     experiment's participation (s = 3 here), the every-agent run first where both exist."""
     sampled = geometric(0.9, 40)
-    runs = {"e": runs_of(tmp_path, "e", {5: [sampled]}, participation=3)}
+    runs = {"e": runs_of(tmp_path, "e", {5: seeds(sampled)}, participation=3)}
     assert judge("linear_rate", runs, ["e"]).verdict == UNDECIDED            # no every-agent run
     j = judge("linear_rate", runs, ["e"], participation="any")
     assert j.verdict == REPRODUCED and j.rows[0]["contraction/round"] == pytest.approx(0.9)
-    runs["e"] += runs_of(tmp_path, "e", {5: [geometric(0.5, 40)]})
+    runs["e"] += runs_of(tmp_path, "e", {5: seeds(geometric(0.5, 40))})
     j = judge("linear_rate", runs, ["e"], participation="any")
     assert j.rows[0]["contraction/round"] == pytest.approx(0.5)              # every agent first
     assert "under the experiment's participation" in RULES["plateau_order"]().describe(

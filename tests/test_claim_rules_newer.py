@@ -16,7 +16,6 @@ from rfl.claims import curves as C
 from rfl.claims.judge import judge_claim
 from rfl.claims.rules.decreasing_in_k import order as decreasing
 from rfl.claims.rules.level_vs_share import scheme_of
-from rfl.claims.rules.plateau_order import ordering, ordering_with_bounds
 from rfl.claims.verdicts import NOT, PARTLY, REPRODUCED, UNDECIDED
 from rfl.participation import tag
 from rfl.testing.run_files import write_run
@@ -120,33 +119,13 @@ def test_converges_at_toy_size_is_undecided(tmp_path):
 
 
 # ---- plateau_order ------------------------------------------------------------------------------
-@pytest.mark.parametrize("levels, want", [([3.0, 2.0, 1.0], REPRODUCED), ([2.0, 2.0], REPRODUCED),
-                                          ([3.0, 4.0, 1.0], PARTLY), ([3.0, 1.0, 2.0], PARTLY),
-                                          ([1.0, 2.0, 3.0], NOT), ([1.0, 0.5, 1.0], NOT),
-                                          ([1.0, np.nan], UNDECIDED), ([1.0], UNDECIDED), ([], UNDECIDED)])
-def test_ordering(levels, want):
-    assert ordering(levels) == want
-
-
-@pytest.mark.parametrize("levels, exact, want", [
-    ([3.0, 2.0, 1.0], [True] * 3, REPRODUCED),
-    ([1.0, 2.0, 3.0], [False, False, True], NOT),          # 3 > the bound 1: broken whatever
-    ([3.0, 4.0, 1.0], [True, True, False], PARTLY),        # 4 > 3 broken; the last bound below the first
-    ([3.0, 2.0, 1.0], [False, True, True], UNDECIDED),     # the first plateau could lie below 1
-    ([1.0, 2.0, 3.0], [True, True, False], NOT),           # 2 > 1 broken
-    ([2.0, 1.0], [True, False], UNDECIDED),                # the bound below: order open
-    ([2.0, 2.0], [False, True], UNDECIDED)])               # equal to the bound: still possible
-def test_ordering_with_upper_bounds(levels, exact, want):
-    assert ordering_with_bounds(levels, exact) == want
-
-
 def agents(tmp_path, floors, falling=None):
-    """S = 6, 10, 20: RFedAGS 0.9^t + floor over 200 rounds (levelled off); ``falling``: the S
-    whose curve is q^t + floor with q = 0.99 instead (still decreasing at round 200)."""
+    """S = 6, 10, 20: RFedAGS 0.9^t + floor over 200 rounds (levelled off), 3 seeds; ``falling``:
+    the S whose curve is q^t + floor with q = 0.99 instead (still decreasing at round 200)."""
     st = Study(tmp_path)
     for S, floor in zip((6, 10, 20), floors):
         q = 0.99 if S == falling else 0.9
-        st.run(f"a{S}", geometric(q, 200, floor), params={"S": S, "N": 100})
+        st.seeds(f"a{S}", geometric(q, 200, floor), params={"S": S, "N": 100})
     return st
 
 
@@ -171,27 +150,53 @@ def test_plateau_order_a_curve_still_falling_leaves_it_undecided(tmp_path):
     extra = first_levelled_length(0.99, 1e-3, 200)
     assert "S = 20: more rounds (falling 0.99" in r["decide"]
     assert f"levels off after about {extra} more rounds, {200 + extra} in all" in r["decide"]
-    assert "- S = 20: still decreasing at the last round (its last level bounds its plateau from above)." in r["notes"]
+    assert ("- S = 20 vs 10: S = 20 is still decreasing at the last round (its last level bounds its "
+            "plateau from above).") in r["notes"]
 
 
 def test_plateau_order_broken_for_certain_despite_a_curve_still_falling(tmp_path):
     """S = 6 still decreasing at 0.99^t + 1e-4 (last level 0.134 bounds its plateau), S = 20
     levelled at 0.9^t + 0.5 above that bound: the order is broken whatever S = 6 does."""
     st = Study(tmp_path)
-    st.run("a6", geometric(0.99, 200, 1e-4), params={"S": 6}).run("a20", geometric(0.9, 200, 0.5), params={"S": 20})
+    st.seeds("a6", geometric(0.99, 200, 1e-4), params={"S": 6}).seeds("a20", geometric(0.9, 200, 0.5), params={"S": 20})
     assert st.judge("plateau_order", ["a6", "a20"])["verdict"] == NOT
 
 
 def test_plateau_order_by_two_parameters_and_the_smallest_K(tmp_path):
     """By (d, r); K = 1 (0.9^t + level) is judged, not K = 5 (which would reverse the order)."""
     st = Study(tmp_path)
-    st.run("d1", geometric(0.9, 200, 2e-3), K=1, params={"d": 10, "r": 2})
-    st.run("d1", geometric(0.9, 200, 1e-9), K=5, params={"d": 10, "r": 2})
-    st.run("d2", geometric(0.9, 200, 1e-3), K=1, params={"d": 20, "r": 3})
-    st.run("d2", geometric(0.9, 200, 1e-2), K=5, params={"d": 20, "r": 3})
+    st.seeds("d1", geometric(0.9, 200, 2e-3), K=1, params={"d": 10, "r": 2})
+    st.seeds("d1", geometric(0.9, 200, 1e-9), K=5, params={"d": 10, "r": 2})
+    st.seeds("d2", geometric(0.9, 200, 1e-3), K=1, params={"d": 20, "r": 3})
+    st.seeds("d2", geometric(0.9, 200, 1e-2), K=5, params={"d": 20, "r": 3})
     r = st.judge("plateau_order", ["d1", "d2"], {"by": ["d", "r"]})
     assert r["verdict"] == REPRODUCED and [row["d, r"] for row in r["rows"]] == ["10, 2", "20, 3"]
     assert [row["K"] for row in r["rows"]] == ["1", "1"]
+
+
+def test_plateau_order_scale_free_across_datasets_of_different_scale(tmp_path):
+    """S = 6 on a dataset 16x the scale of S = 20's (start 16, plateau 16 x 2e-3) against S = 20
+    (start 1, plateau 1e-3): in absolute terms S = 20 is lower (reproduced); relative to
+    F(x_0) - F* S = 20's plateau (1e-3) is below S = 6's (2e-3) too; with S = 20 at 4e-3 the
+    absolute order holds (4e-3 < 3.2e-2) but the scale-free one does not."""
+    for p20, absolute, relative in ((1e-3, REPRODUCED, REPRODUCED), (4e-3, REPRODUCED, NOT)):
+        st = Study(tmp_path / str(p20))
+        st.seeds("a6", 16 * geometric(0.9, 200, 2e-3), params={"S": 6})
+        st.seeds("a20", geometric(0.9, 200, p20), params={"S": 20})
+        assert st.judge("plateau_order", ["a6", "a20"])["verdict"] == absolute
+        r = st.judge("plateau_order", ["a6", "a20"], {"scale": "initial"})
+        assert r["verdict"] == relative and "relative to F(x_0) - F*" in r["rule_text"]
+
+
+def test_plateau_order_pairs_seeds_and_reads_their_spread(tmp_path):
+    """Per seed s the S = 20 plateau is c x S = 6's, the seeds' plateaus 1e-3 x (1, 2, 4): paired,
+    c = 0.8 holds at every seed (reproduced), c = 1.2 fails at every seed (not reproduced) although
+    the seeds' plateaus overlap across values."""
+    for c, want in ((0.8, REPRODUCED), (1.2, NOT)):
+        st = Study(tmp_path / str(c))
+        st.seeds("a6", lambda s: geometric(0.5, 100, 1e-3 * 2 ** s), params={"S": 6})
+        st.seeds("a20", lambda s: geometric(0.5, 100, c * 1e-3 * 2 ** s), params={"S": 20})
+        assert st.judge("plateau_order", ["a6", "a20"])["verdict"] == want
 
 
 # ---- converges ------------------------------------------------------------------------------------
@@ -225,7 +230,8 @@ def test_converges_a_diverged_method_fails(tmp_path):
 
 # ---- ends_as_low and faster_than ------------------------------------------------------------------
 def pair(tmp_path, ags, avg):
-    return Study(tmp_path).run("t", ags, K=50).run("t", avg, name="rfedavg", K=50)
+    """Three seeds each (identical: the plateau ratio has no spread) of RFedAGS and RFedAvg."""
+    return Study(tmp_path).seeds("t", ags, K=50).seeds("t", avg, name="rfedavg", K=50)
 
 
 @pytest.mark.parametrize("factor, want", [(0.5, REPRODUCED), (1.0, REPRODUCED), (1.09, REPRODUCED),
@@ -254,6 +260,37 @@ def test_ends_as_low_at_exactly_the_factor(tmp_path, ratio, want):
 def test_ends_as_low_undecided_while_a_curve_still_falls(tmp_path, ags, avg):
     r = pair(tmp_path, ags, avg).judge("ends_as_low", ["t"])
     assert r["verdict"] == UNDECIDED and "more rounds" in r["decide"]
+
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_ends_as_low_one_or_two_seeds_never_refute(tmp_path, n):
+    st = Study(tmp_path).seeds("t", geometric(0.7, 100, 1e-3), n, K=50) \
+        .seeds("t", geometric(0.7, 100, 1e-4), n, name="rfedavg", K=50)
+    r = st.judge("ends_as_low", ["t"])
+    assert r["verdict"] == UNDECIDED and "at least 3" in r["decide"]
+
+
+def test_ends_as_low_interval_across_noisy_seeds(tmp_path):
+    """RFedAGS's plateau over RFedAvg's per seed: 1.05, 0.95, 1.0 x c; the t interval of the
+    mean log ratio (scipy's closed form) decides against the factor 1.1."""
+    from scipy import stats as sps
+    got = []
+    for c in (0.9, 1.3, 1.06):
+        mult = np.array([1.05, 0.95, 1.0]) * c
+        st = Study(tmp_path / str(c)).seeds("t", lambda s: flat_level(mult[s] * 1e-3), K=50) \
+            .seeds("t", flat_level(1e-3), name="rfedavg", K=50)
+        r = st.judge("ends_as_low", ["t"])
+        ci = sps.ttest_1samp(np.log(mult), 0.0).confidence_interval(0.95)
+        want = REPRODUCED if np.exp(ci.high) <= 1.1 else NOT if np.exp(ci.low) > 1.1 else UNDECIDED
+        assert r["verdict"] == want
+        assert r["rows"][0]["interval"] == f"[{np.exp(ci.low):.3g}, {np.exp(ci.high):.3g}]"
+        got.append(r["verdict"])
+    assert got == [REPRODUCED, NOT, UNDECIDED]          # each side of the bound, and astride it
+
+
+def flat_level(level):
+    """Falls from 1 to ``level`` by round 20, then holds it: plateau exactly ``level``."""
+    return np.r_[np.geomspace(1.0, level, 21), np.full(80, level)]
 
 
 def pair3(tmp_path, ags, avg, n=3):

@@ -87,9 +87,9 @@ def test_ends_as_low_counts_the_rounds_to_level_off_from_the_last_round(tmp_path
 
 
 def test_ends_as_low_decided_has_nothing_to_decide(tmp_path):
-    """Both levelled at the same floor 1e-4: reproduced, so no ``decide``."""
-    r = Study(tmp_path).run("t", geometric(0.7, 100, 1e-4), K=50) \
-        .run("t", geometric(0.7, 100, 1e-4), name="rfedavg", K=50).judge("ends_as_low", ["t"])
+    """Both levelled at the same floor 1e-4, 3 seeds: reproduced, so no ``decide``."""
+    r = Study(tmp_path).seeds("t", geometric(0.7, 100, 1e-4), K=50) \
+        .seeds("t", geometric(0.7, 100, 1e-4), name="rfedavg", K=50).judge("ends_as_low", ["t"])
     assert r["verdict"] == REPRODUCED and r["decide"] is None
 
 

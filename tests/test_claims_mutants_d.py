@@ -51,10 +51,10 @@ def test_improves_by_factor_row_shows_the_rounds_run(tmp_path):
 
 
 def test_ends_as_low_rows_name_K_and_with_two_experiments_the_experiment(tmp_path):
-    """Two experiments, each RFedAGS and RFedAvg at K = 50, both levelled at 1e-4: one row each,
+    """Two experiments, each RFedAGS and RFedAvg at K = 50 (3 seeds), both levelled at 1e-4: one row each,
     named by experiment and K; ratio of the plateaus 1."""
     st = pair(tmp_path, geometric(0.7, 100, 1e-4), geometric(0.7, 100, 1e-4))
-    st.run("u", geometric(0.7, 100, 1e-4), K=50).run("u", geometric(0.7, 100, 1e-4), name="rfedavg", K=50)
+    st.seeds("u", geometric(0.7, 100, 1e-4), K=50).seeds("u", geometric(0.7, 100, 1e-4), name="rfedavg", K=50)
     r = st.judge("ends_as_low", ["t", "u"])
     assert r["verdict"] == REPRODUCED
     assert [(x["experiment"], x["K"]) for x in r["rows"]] == [("t", "50"), ("u", "50")]

@@ -324,3 +324,15 @@ def log_rounds_ratio(a: pd.Series, b: pd.Series, n: int = 4) -> tuple[float, boo
     ta, ca = rounds_to_levels(a, levels)
     tb, cb = rounds_to_levels(b, levels)
     return float(np.mean(np.log1p(ta) - np.log1p(tb))), ca, cb
+
+
+def more_rounds(label: str, curve, rounds: int, factor: float) -> str:
+    """What would level off a curve still decreasing at its last round (``rounds``)."""
+    q, extra = tail_contraction(curve), rounds_to_level_off(curve, factor)
+    pace = f"falling {q:.4g}x per round over its last 10% of rounds" if np.isfinite(q) else "still falling"
+    if extra == 0:
+        return f"{label}: more rounds ({pace}, as fast as in its linear phase: no plateau yet)"
+    if np.isfinite(extra):
+        return (f"{label}: more rounds ({pace}; at that pace, slowing towards its estimated "
+                f"limit, it levels off after about {int(extra)} more rounds, {rounds + int(extra)} in all)")
+    return f"{label}: more rounds ({pace}, no limit in sight yet)"

@@ -115,7 +115,9 @@ def log_ratio_of(statistic: Callable[[pd.DataFrame], float]):
         x, y = statistic(a), statistic(b)
         if not (x > 0 and y > 0):
             return np.nan
-        return math.log(x) - math.log(y) if np.isfinite(x) or np.isfinite(y) else np.nan
+        if np.isinf(x) or np.isinf(y):
+            return math.inf if np.isinf(x) and not np.isinf(y) else (-math.inf if np.isinf(y) and not np.isinf(x) else np.nan)
+        return math.log(x / y)
     return f
 
 
