@@ -406,20 +406,39 @@ def _alike(tmp_path, ags: dict, avg: dict, **params):
     return judge("curves_within_factor", runs, ["p"], **params)
 
 
-@pytest.mark.parametrize("factor, want", [(1.9, REPRODUCED), (2.1, NOT), (0.45, NOT), (0.55, REPRODUCED),
-                                          (2.0, NOT)])
-def test_rfedavg_within_a_factor_two_of_rfedags(tmp_path, factor, want):
-    f = geometric(0.5, 30, floor=1e-5)
-    j = _alike(tmp_path, {2: [f]}, {2: [factor * f]})
+@pytest.mark.parametrize("ratio, want", [(1.2, REPRODUCED), (1 / 1.2, REPRODUCED), (1.3, NOT),
+                                         (1 / 1.3, NOT), (1.0, REPRODUCED)])
+def test_same_rate_compares_the_rates_not_the_levels(tmp_path, ratio, want):
+    """RFedAvg at q^(t / ratio) (its log-contraction 1/ratio of RFedAGS's) against RFedAGS at q^t,
+    3 seeds: the rate ratio is exactly ``ratio`` (factor 1.25 both ways). A level offset (3x the
+    whole curve) changes no rate."""
+    q = 0.7
+    j = _alike(tmp_path, {2: [geometric(q, 60)] * 3},
+               {2: [3 * geometric(q ** (1 / ratio), 60 * 2)] * 3})
     assert j.verdict == want
-    assert j.rows[0]["max abs(log ratio) over rounds"] == pytest.approx(abs(np.log(factor)))
+    assert j.rows[0]["rate ratio"] == pytest.approx(ratio, rel=1e-6)
+    assert j.rows[0]["seeds paired"] == "3"
+
+
+def test_identical_per_seed_curves_give_a_rate_ratio_of_exactly_one(tmp_path):
+    curves = [geometric(q, 80, 1e-8) for q in (0.5, 0.6, 0.7)]       # the seeds differ, the methods not
+    j = _alike(tmp_path, {1: curves}, {1: curves})
+    assert j.verdict == REPRODUCED and j.rows[0]["rate ratio"] == 1.0 and j.rows[0]["interval"] == "[1, 1]"
+    assert j.margin == "K = 1: rate ratio 1 [1, 1], claim in [0.8, 1.25] (3 seeds, t)"
+
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_same_rate_never_refuted_by_fewer_than_three_seeds(tmp_path, n):
+    j = _alike(tmp_path, {1: [geometric(0.5, 60)] * n}, {1: [geometric(0.9, 60)] * n})
+    assert j.verdict == UNDECIDED and "at least 3" in j.decide
 
 
 def test_curves_within_factor_per_K_diverged_and_parameter(tmp_path):
-    f = geometric(0.5, 20, floor=1e-4)
-    j = _alike(tmp_path, {1: [f], 2: [f], 3: [f]}, {1: [1.5 * f], 2: [3 * f], 3: [(f, 3)]})
+    f, g = geometric(0.5, 40, floor=1e-8), geometric(0.5 ** (1 / 1.5), 40, floor=1e-8)
+    j = _alike(tmp_path, {1: [f] * 3, 2: [f] * 3, 3: [f] * 3}, {1: [f] * 3, 2: [g] * 3, 3: [(f, 3)] * 3})
     assert j.verdict == PARTLY and "- K = 3: rfedavg diverged at round 3." in j.notes
-    assert _alike(tmp_path / "b", {2: [f]}, {2: [2.5 * f]}, factor=3.0).verdict == REPRODUCED
+    assert [r["K"] for r in j.rows] == ["1", "2", "3"]
+    assert _alike(tmp_path / "b", {2: [f] * 3}, {2: [g] * 3}, factor=1.6).verdict == REPRODUCED
 
 
 # ---- contraction_in_k (Figure 2) --------------------------------------------------------------

@@ -158,7 +158,7 @@ def test_judge_all_the_declared_figure1_claims(tmp_path):
     by = {r["id"]: r for r in results}
     assert by["fig1a_decaying"]["experiments"] == ["cpesph_fixed", "cpesph_decaying"]
     assert by["fig1a_linear"]["figures"] == ["fig1a"]              # drawn from its experiment
-    assert by["fig1a_ags_avg"]["params"] == {"first": "rfedags", "second": "rfedavg", "factor": 2.0,
+    assert by["fig1a_ags_avg"]["params"] == {"first": "rfedags", "second": "rfedavg", "factor": 1.25,
                                              "participation": "every"}
     assert by["fig1a_linear"]["params"] == RULES["linear_rate"].defaults()
 
