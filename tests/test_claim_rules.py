@@ -300,7 +300,10 @@ def test_linear_rate_reads_only_its_algorithm_with_every_agent(tmp_path):
 
 
 # ---- decaying_more_accurate (Theorem 4.4) -----------------------------------------------------
-def _decaying(tmp_path, fixed: dict, dec: dict, **params):
+def _decaying(tmp_path, fixed: dict, dec: dict, n=3, **params):
+    """Each K's one curve written as ``n`` seeds (identical: no spread), of the fixed and the
+    decaying experiment."""
+    fixed, dec = ({K: v * n if len(v) == 1 else v for K, v in d.items()} for d in (fixed, dec))
     runs = {"f": runs_of(tmp_path, "f", fixed), "d": runs_of(tmp_path, "d", dec)}
     return judge("decaying_more_accurate", runs, {"fixed": "f", "decaying": "d"}, **params)
 
@@ -337,6 +340,21 @@ def test_decaying_diverged_runs(tmp_path):
     j = _decaying(tmp_path / "b", {1: [(f, 1)], 2: [(f, 3)]}, {1: [f], 2: [f]})
     assert j.verdict == UNDECIDED
     assert j.decide == "K = 1: a fixed-step run that does not diverge; K = 2: a fixed-step run that does not diverge"
+
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_decaying_never_refuted_by_fewer_than_three_seeds(tmp_path, n):
+    f = geometric(0.6, 30, floor=1e-3)
+    j = _decaying(tmp_path, {1: [f]}, {1: [3 * f]}, n=n)
+    assert j.verdict == UNDECIDED and "at least 3" in j.decide
+
+
+def test_decaying_pairs_the_seeds_of_the_two_experiments(tmp_path):
+    """Seed s levels at 1e-3 x 4^s with a fixed step and at 0.8 x that with a decaying one: the
+    seeds' levels overlap across the two, paired each is 0.8: reproduced, ratio interval [0.8, 0.8]."""
+    fixed = [geometric(0.6, 30, floor=1e-3 * 4 ** s) for s in range(3)]
+    j = _decaying(tmp_path, {1: fixed}, {1: [0.8 * f for f in fixed]})
+    assert j.verdict == REPRODUCED and j.rows[0]["interval"] == "[0.8, 0.8]"
 
 
 def test_decaying_compares_last_rounds_of_different_lengths():

@@ -71,8 +71,8 @@ def test_linear_rate_row_shows_R2_of_an_exact_geometric_curve(tmp_path):
 
 def test_decaying_more_accurate_rows_show_both_plateaus(tmp_path):
     """Fixed 0.5^t floored at 1e-3, decaying floored at 1e-5: the plateaus are the floors."""
-    st = Study(tmp_path).run("f", np.maximum(0.5 ** np.arange(101.0), 1e-3)) \
-        .run("d", np.maximum(0.5 ** np.arange(101.0), 1e-5))
+    st = Study(tmp_path).seeds("f", np.maximum(0.5 ** np.arange(101.0), 1e-3)) \
+        .seeds("d", np.maximum(0.5 ** np.arange(101.0), 1e-5))
     r = st.judge("decaying_more_accurate", {"fixed": "f", "decaying": "d"})
     assert r["verdict"] == REPRODUCED
     assert r["rows"][0]["fixed, plateau"] == pytest.approx(1e-3)

@@ -39,24 +39,6 @@ def plateau(curve: pd.Series) -> float:
     return float(curve.iloc[-n:].median())
 
 
-def plateau_quartiles(curve: pd.Series) -> tuple[float, float]:
-    """The lower and upper quartiles of the rounds ``plateau`` takes the median of (the last 10%
-    of rounds, at least 3): how far the level of a noisy curve is from settled."""
-    n = max(3, len(curve) // 10)
-    tail = curve.iloc[-n:]
-    return float(tail.quantile(0.25)), float(tail.quantile(0.75))
-
-
-def spread_clear(outcome: str, low: tuple[float, float], high: tuple[float, float], factor: float) -> bool:
-    """Whether a comparison of two plateaus ("ok": the first at most ``factor`` times the second;
-    "fail": above it) holds quartile against quartile too: the first's upper quartile at most
-    the factor times the second's lower one, or its lower quartile above the factor times the
-    second's upper one. Plateaus whose tails overlap across the factor are not told apart."""
-    if outcome == "ok":
-        return bool(low[1] <= factor * high[0])
-    return bool(low[0] > factor * high[1])
-
-
 def last(curve: pd.Series, upto=None) -> float:
     """The curve's value at its last round with a value (at or before ``upto``), NaN if none."""
     c = curve.dropna()
