@@ -20,7 +20,6 @@ import pytest
 
 from rfl.claims import curves as C
 from rfl.claims.rule import Evidence
-from rfl.claims.rules.contraction_in_k import order
 from rfl.claims.rules.decaying_more_accurate import compare
 from rfl.claims.rules.larger_k_faster import halves
 from rfl.claims.rules.linear_rate import rounds_to_decide, still_decreasing
@@ -461,29 +460,39 @@ def test_curves_within_factor_per_K_diverged_and_parameter(tmp_path):
 
 # ---- contraction_in_k (Figure 2) --------------------------------------------------------------
 @pytest.mark.parametrize("rates, want", [
-    ([0.9, 0.8, 0.5], REPRODUCED), ([0.8, 0.8], REPRODUCED), ([0.8, 0.9, 0.5], PARTLY),
-    ([0.5, 0.8], NOT), ([0.8, 0.5, 0.9], NOT), ([0.7], UNDECIDED), ([], UNDECIDED),
-    ([np.inf, 0.5], REPRODUCED), ([0.5, np.inf], NOT), ([3.0, 1.0, 2.0], PARTLY)])
-def test_contraction_order_in_K(rates, want):
-    assert order(rates) == want
-
-
-def test_contraction_in_k_through_files(tmp_path):
+    ((0.9, 0.8, 0.5), REPRODUCED), ((0.8, 0.8), REPRODUCED), ((0.8, 0.9, 0.5), PARTLY),
+    ((0.5, 0.8), NOT), ((0.8, 0.5, 0.9), NOT), ((0.7,), UNDECIDED)])
+def test_contraction_order_in_K(tmp_path, rates, want):
     T = 50
-    j = judge("contraction_in_k", {"m": runs_of(tmp_path, "m", {1: [geometric(0.9, T)], 3: [geometric(0.7, T)],
-                                                                 5: [geometric(0.5, T)]})}, ["m"])
-    assert j.verdict == REPRODUCED
-    assert [r["contraction/round"] for r in j.rows] == pytest.approx([0.9, 0.7, 0.5])
-    j = judge("contraction_in_k", {"n": runs_of(tmp_path, "n", {1: [geometric(0.5, T)], 3: [geometric(0.9, T)]})},
-              ["n"])
-    assert j.verdict == NOT
+    by_k = {2 * i + 1: seeds(geometric(q, T)) for i, q in enumerate(rates)}
+    j = judge("contraction_in_k", {"m": runs_of(tmp_path, "m", by_k)}, ["m"])
+    assert j.verdict == want
+    assert [r["contraction/round"] for r in j.rows] == pytest.approx(list(rates))
+
+
+def test_contraction_in_k_diverged_short_and_one_seed(tmp_path):
+    T = 50
     # K = 1 diverged counts as the slowest; K = 3 with one round is left out
-    j = judge("contraction_in_k", {"d": runs_of(tmp_path, "d", {1: [(geometric(0.9, T), 4)], 3: [geometric(0.7, 1)],
-                                                                 5: [geometric(0.5, T)]})}, ["d"])
+    j = judge("contraction_in_k", {"d": runs_of(tmp_path, "d", {1: seeds((geometric(0.9, T), 4)),
+                                                                 3: seeds(geometric(0.7, 1)),
+                                                                 5: seeds(geometric(0.5, T))})}, ["d"])
     assert j.verdict == REPRODUCED
-    j = judge("contraction_in_k", {"e": runs_of(tmp_path, "e", {1: [geometric(0.5, 1)], 3: [geometric(0.5, T)]})},
-              ["e"])
+    j = judge("contraction_in_k", {"e": runs_of(tmp_path, "e", {1: seeds(geometric(0.5, 1)),
+                                                                 3: seeds(geometric(0.5, T))})}, ["e"])
     assert j.verdict == UNDECIDED and j.decide == "runs with at least two K"
+    j = judge("contraction_in_k", {"o": runs_of(tmp_path, "o", {1: [geometric(0.5, T)], 3: [geometric(0.9, T)]})},
+              ["o"])
+    assert j.verdict == UNDECIDED and "at least 3" in j.decide          # one seed refutes nothing
+
+
+def test_contraction_in_k_pairs_seeds(tmp_path):
+    """Seed s contracts at q_s with K = 1 and q_s exp(-d_s) with K = 3 (q_s = 0.6, 0.75, 0.9; d_s =
+    0.1, 0.12, 0.08): the seeds' rates overlap across K; paired, the differences -d_s have the t
+    interval -0.1 +- 4.30 x 0.02 / sqrt 3, below 0: reproduced; swapped: not."""
+    qs, ds = (0.6, 0.75, 0.9), (0.1, 0.12, 0.08)
+    k1, k3 = [geometric(q, 60) for q in qs], [geometric(q * np.exp(-d), 60) for q, d in zip(qs, ds)]
+    assert judge("contraction_in_k", {"p": runs_of(tmp_path, "p", {1: k1, 3: k3})}, ["p"]).verdict == REPRODUCED
+    assert judge("contraction_in_k", {"q": runs_of(tmp_path, "q", {1: k3, 3: k1})}, ["q"]).verdict == NOT
 
 
 def test_by_k_reads_every_agent_or_the_experiments_own_participation(tmp_path):

@@ -24,7 +24,7 @@ from scipy import stats as sps
 from .. import stats as S
 from ..bias import estimate, more_for, step_of
 from ..rule import Evidence, Judgement, Rule
-from ..verdicts import FAIL, OK, OPEN, combine
+from ..verdicts import OPEN, combine
 
 
 def slope(etas, biases) -> float:
