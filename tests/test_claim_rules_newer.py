@@ -14,7 +14,6 @@ import pytest
 from rfl import io
 from rfl.claims import curves as C
 from rfl.claims.judge import judge_claim
-from rfl.claims.rules.decreasing_in_k import order as decreasing
 from rfl.claims.rules.level_vs_share import scheme_of
 from rfl.claims.verdicts import NOT, PARTLY, REPRODUCED, UNDECIDED
 from rfl.participation import tag
@@ -369,22 +368,34 @@ def test_faster_than_undecided_while_the_second_has_not_got_there(tmp_path):
 
 
 # ---- decreasing_in_k ------------------------------------------------------------------------------
-@pytest.mark.parametrize("values, want", [([1e-1, 1e-3, 1.04e-3], REPRODUCED), ([1e-1, 1e-3, 1.06e-3], PARTLY),
-                                          ([1e-3, 1e-2], NOT), ([1e-3, np.nan], UNDECIDED), ([1e-3], UNDECIDED)])
-def test_decreasing_in_k_up_to_a_tolerance(values, want):
-    assert decreasing(values, 1.05) == want
+@pytest.mark.parametrize("values, want", [((1e-1, 1e-3, 1.04e-3), REPRODUCED), ((1e-1, 1e-3, 1.06e-3), PARTLY),
+                                          ((1e-3, 1e-2), NOT), ((1e-3,), UNDECIDED)])
+def test_decreasing_in_k_up_to_a_tolerance(tmp_path, values, want):
+    st = Study(tmp_path)
+    for K, rel in zip((1, 2, 4), values):
+        st.seeds("l", geometric(0.9, 60), K=K, extra={"rel_error": np.linspace(1.0, rel, 61)})
+    assert st.judge("decreasing_in_k", ["l"], {"tolerance": 1.05})["verdict"] == want
 
 
 def test_decreasing_in_k_from_the_relative_error_column(tmp_path):
     st = Study(tmp_path)
     for K, rel in ((1, 1e-2), (4, 1e-4)):
-        st.run("l", geometric(0.9, 60), K=K, extra={"rel_error": np.linspace(1.0, rel, 61)})
+        st.seeds("l", geometric(0.9, 60), K=K, extra={"rel_error": np.linspace(1.0, rel, 61)})
     r = st.judge("decreasing_in_k", ["l"], {"metric": "rel_error"})
     assert r["verdict"] == REPRODUCED and [row["rel_error, last"] for row in r["rows"]] == [1e-2, 1e-4]
-    st.run("m", geometric(0.9, 60), K=1, extra={"rel_error": np.full(61, np.nan)})
-    st.run("m", geometric(0.9, 60), K=4, extra={"rel_error": np.full(61, np.nan)})
+    assert r["margin"] == "K = 4 vs 1: rel_error ratio 0.01 [0.01, 0.01], claim <= 1.05 (3 seeds, t)"
+    st.seeds("m", geometric(0.9, 60), K=1, extra={"rel_error": np.full(61, np.nan)})
+    st.seeds("m", geometric(0.9, 60), K=4, extra={"rel_error": np.full(61, np.nan)})
     r = st.judge("decreasing_in_k", ["m"])
     assert r["verdict"] == UNDECIDED and "at least two K" in r["decide"]
+
+
+def test_decreasing_in_k_one_seed_refutes_nothing(tmp_path):
+    st = Study(tmp_path)
+    for K, rel in ((1, 1e-4), (4, 1e-2)):
+        st.run("l", geometric(0.9, 60), K=K, extra={"rel_error": np.linspace(1.0, rel, 61)})
+    r = st.judge("decreasing_in_k", ["l"])
+    assert r["verdict"] == UNDECIDED and "at least 3" in r["decide"]
 
 
 # ---- participation: lowest_level and level_vs_share -----------------------------------------------
