@@ -102,3 +102,9 @@ def test_start_forgotten_without_a_contraction_is_nan():
     recorded: NaN."""
     assert start_forgotten_at({"contraction": 0.5, "initial": 10.0, "fedlsa_plateau_se": 0.1}) == 7.0
     assert np.isnan(start_forgotten_at({"initial": 10.0, "fedlsa_plateau_se": 0.1}))
+
+
+def test_converges_margin_names_the_ratio_and_the_claim(tmp_path):
+    """0.9^t over 200 rounds: last / round 0 = 0.9^200 = 7.06e-10, against the factor 1e-3."""
+    r = Study(tmp_path).seeds("h", geometric(0.9, 200)).judge("converges", ["h"])
+    assert r["margin"] == f"RFedAGS-K=5: last / round 0 {0.9 ** 200:.3g}, claim <= 0.001 (median over 3 seeds)"
