@@ -80,8 +80,9 @@ class CurvesWithinFactor(Rule):
                 for name, c in ((p["second"], b), (p["first"], a)):
                     if diverged_at(c) is not None:
                         notes.append(f"- {where}: {name} diverged at round {diverged_at(c)}.")
-                rate = lambda runs: float(np.exp(np.nanmean(S.per_seed(  # noqa: E731
-                    runs, lambda t: seed_rate(S.curve_of(t))["slope"]))))
+                def rate(runs) -> float:
+                    slopes = S.per_seed(runs, lambda t: seed_rate(S.curve_of(t))["slope"]).dropna()
+                    return float(np.exp(slopes.mean())) if len(slopes) else np.nan
                 est, lo, hi = test.interval.shown()
                 rows.append({**({"experiment": e} if multi else {}), "K": str(K),
                              f"{p['first']} contraction": rate(a_runs[K]),
