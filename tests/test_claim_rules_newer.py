@@ -399,13 +399,13 @@ def test_decreasing_in_k_one_seed_refutes_nothing(tmp_path):
 
 
 # ---- participation: lowest_level and level_vs_share -----------------------------------------------
-def schemes(st, experiment, levels, falling=(), dataset=None):
+def schemes(st, experiment, levels, falling=(), dataset=None, n=3):
     """Runs of 50 rounds falling from 1 to each scheme's level by round 20 (levelled off), or for
-    a scheme in ``falling`` 0.9^t + level (still decreasing: 1.69x over its last 5 rounds), two
-    seeds each."""
+    a scheme in ``falling`` 0.9^t + level (still decreasing: 1.69x over its last 5 rounds), three
+    seeds each (``n``)."""
     parts = {"full": None, "uniform": 3, "bernoulli": {"scheme": "bernoulli", "rho": 0.3}}
     for scheme, level in levels.items():
-        for seed in (0, 1):
+        for seed in range(n):
             values = (geometric(0.9, 49, level) if scheme in falling else
                       np.r_[np.geomspace(1.0, level, 21), np.full(29, level)])
             st.run(experiment, values, participation=parts[scheme], seed=seed, params={"S": 10}, dataset=dataset)
@@ -420,6 +420,12 @@ def test_lowest_level_full_participation(tmp_path, levels, want):
     r = schemes(Study(tmp_path), "p", levels).judge("lowest_level", ["p"])
     assert r["verdict"] == want
     assert r["rows"][0]["every agent"] == pytest.approx(levels["full"])
+
+
+def test_lowest_level_never_refuted_by_two_seeds(tmp_path):
+    r = schemes(Study(tmp_path), "p", {"full": 1e-4, "uniform": 3e-5}, n=2).judge("lowest_level", ["p"])
+    assert r["verdict"] == UNDECIDED and "at least 3" in r["decide"]
+    assert r["margin"] == "`p`, RFedAGS-K=5, s=3: plateau ratio 3.33 [3.33, 3.33], claim <= 1 (2 seeds, t)"
 
 
 def test_lowest_level_per_experiment_and_the_undecided_sides(tmp_path):
