@@ -527,3 +527,10 @@ def test_a_noisy_plateau_after_an_early_linear_phase_has_levelled_off():
     assert not still_contracting(noisy) and levelled_off(noisy)
     steady = pd.Series(0.995 ** np.arange(41))
     assert still_contracting(steady) and not levelled_off(steady)
+
+
+def test_linear_rate_of_a_step_to_the_floor_is_undecided_and_says_why(tmp_path):
+    """exp(0, 0, 0, -5, -5, ...): the whole decrease in one round, no phase of 3 rounds to fit."""
+    step = np.exp(np.r_[0.0, 0.0, 0.0, np.full(20, -5.0)])
+    j = judge("linear_rate", {"p": runs_of(tmp_path, "p", {1: seeds(step)})}, ["p"])
+    assert j.verdict == UNDECIDED and "no seed has a linear phase of 3 rounds or more" in j.decide

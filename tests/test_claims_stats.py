@@ -142,3 +142,8 @@ def test_a_strict_claim_is_refuted_by_an_interval_on_its_bound():
     assert t.outcome == FAIL and "claim < 1" in t.margin
     assert S.judged([0.9, 0.95, 1.0], S.Claim("r", high=1.0, strict=True)).outcome == OPEN
     assert S.judged([0.9, 0.92, 0.94], S.Claim("r", high=1.0, strict=True)).outcome == OK
+
+
+def test_no_value_is_open_and_says_so():
+    t = S.judged([np.nan, np.nan, np.nan], S.Claim("r", high=1.0), "K = 1")
+    assert t.outcome == OPEN and t.why == "K = 1: no seed has a value of the statistic"

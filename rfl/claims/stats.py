@@ -276,6 +276,8 @@ def decide(iv: Interval, claim: Claim, label: str = "", min_seeds: int = MIN_SEE
     margin = (f"{label}: " if label else "") + f"{claim.what} {iv.text()}, {claim.text()}" + (
         f" ({iv.n} seed{'s' if iv.n != 1 else ''}, {iv.method})")
     where = f"{label}: " if label else ""
+    if iv.n == 0:
+        return Test(OPEN, iv, claim, margin, f"{where}no seed has a value of the statistic")
     if iv.n < min_seeds:
         return Test(OPEN, iv, claim, margin,
                     f"{where}{iv.n} seed{'s' if iv.n != 1 else ''}; at least {min_seeds} decide it")

@@ -85,6 +85,10 @@ def judge_k(runs, p: dict, where: str) -> tuple[str, dict, list[str], str | None
         why = f"fewer than {MIN_FIT_ROUNDS + 1} recorded rounds"
         return OPEN, row, notes + [f"- {where}: undecided: {why}."], f"{where}: {why}", []
     ok = {s: f for s, f in fit.items() if f["status"] in ("ok", "flat")}
+    if not ok:
+        why = (f"no seed has a linear phase of {MIN_FIT_ROUNDS + 1} rounds or more (each falls to its "
+               f"floor within fewer rounds): record the rounds more finely")
+        return OPEN, row, notes + [f"- {where}: undecided: {why}."], f"{where}: {why}", []
     slope = pd.Series({s: f["slope"] for s, f in ok.items()}, dtype=float)
     decrease = pd.Series({s: f["decrease"] for s, f in ok.items()}, dtype=float)
     linear = pd.Series({s: f["linearity"] for s, f in ok.items()}, dtype=float)
