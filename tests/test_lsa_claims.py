@@ -342,6 +342,8 @@ def test_scafflsa_pool_on_both_sides_of_the_margin(tmp_path, gap_k, bias_sq, wan
         assert j.notes == ["No cell has a predicted bias^2 at least its predicted variance."]
     else:
         assert j.rows[0]["margin t se_diff"] == pytest.approx(margin, abs=1e-4)
+        assert j.margin.endswith(f"FedLSA - SCAFFLSA plateau {gap_k * margin:.3g}, claim > t se_diff = "
+                                 f"{margin:.3g} (5 seeds, t)")
 
 
 def test_scafflsa_pool_margin_takes_the_smaller_seed_count(tmp_path):
@@ -390,8 +392,10 @@ def test_claim_markdown_names_the_rounds_that_would_decide_it(tmp_path):
     lines = claim_lines(result)
     assert f"What would decide it: about {12 + more:.0f} rounds at heterogeneous, N = 2, eta = 0.5, " \
            f"H = 1000 (12 run)." in lines
-    assert "**Verdict: undecided at this size.** _Rule (improves_by_factor): every (setting, N, eta, H > 1): " \
-           "SCAFFLSA's error at the last round is at least 100x below FedLSA's plateau" in "\n".join(lines)
+    assert ("**Verdict: undecided at this size.** Margin: heterogeneous, N = 2, eta = 0.5, H = 1000: factor "
+            f"{0.9654:.3g}, claim >= 100; heterogeneous, N = 2, eta = 0.5, H = 10: factor 1e+04, claim >= 100. "
+            "_Rule (improves_by_factor): every (setting, N, eta, H > 1): SCAFFLSA's error at the last round is at "
+            "least 100x below FedLSA's plateau") in "\n".join(lines)
     for i, ln in enumerate(lines):                       # blocks stand apart
         if ln.startswith(("### ", "**Verdict", "What would")):
             assert lines[i + 1] == "" and (i == 0 or lines[i - 1] == ""), ln

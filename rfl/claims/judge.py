@@ -58,7 +58,12 @@ def judge_claim(spec: dict, cid: str, claim: dict, setting: tuple | None = None,
         judgement = rule.judge(Evidence(spec, kept, setting, groups), params)
         judgement = Judgement(judgement.verdict, judgement.rows,
                               judgement.notes + [f"Judged without {e}, not run: {skipped[e]}."
+<<<<<<< ours
                                                  for e in absent], judgement.decide, judgement.margin)
+=======
+                                                 for e in absent], judgement.decide,
+                              judgement.margin)
+>>>>>>> theirs
     elif not any(spec["runs"].get(e) for e in evidence.names()):
         judgement = Judgement(UNDECIDED if rule.judges else None,
                               notes=["No run table of its experiments: nothing was measured."],
@@ -128,6 +133,11 @@ def markdown_table(rows: list[dict]) -> list[str]:
     return out + [""]
 
 
+def margin_text(result: dict) -> str:
+    """" Margin: <margin>." for a result with a margin (``Judgement.margin``), else ""."""
+    return f" Margin: {_md(result['margin'])}." if result.get("margin") else ""
+
+
 def claim_lines(result: dict) -> list[str]:
     """The Markdown of one judged claim (heading, context, evidence, notes, verdict, size)."""
     ref = f" ({result['ref']})" if result["ref"] else ""
@@ -141,8 +151,13 @@ def claim_lines(result: dict) -> list[str]:
     if result["notes"]:
         lines += [*result["notes"], ""]
     if result["verdict"] is not None:
+<<<<<<< ours
         margin = f" ({result['margin']})" if result.get("margin") else ""
         lines += [f"**Verdict: {result['verdict']}{margin}.** _Rule ({result['rule']}): {result['rule_text']}_", ""]
+=======
+        lines += [f"**Verdict: {result['verdict']}.**{margin_text(result)} _Rule ({result['rule']}): "
+                  f"{result['rule_text']}_", ""]
+>>>>>>> theirs
     if result["decide"]:
         lines += [f"What would decide it: {result['decide']}.", ""]
     lines += [f"Size: {result['size']}.", ""]
@@ -163,10 +178,11 @@ def sections(results: list[dict]) -> list[str]:
 
 def summary(results: list[dict]) -> list[str]:
     """The summary table: one row per claim with a verdict (measurements are left out)."""
-    lines = ["| where | claim | verdict | size |", "|---|---|---|---|"]
+    lines = ["| where | claim | verdict | margin | size |", "|---|---|---|---|---|"]
     for r in results:
         if r["verdict"] is not None:
             where = r["section"] + (f" ({r['ref']})" if r["ref"] else "")
             claim = r["statement"] + (f" [setting {r['setting']}]" if r.get("setting") else "")
-            lines.append(f"| {_md(where)} | {_md(claim)} | {r['verdict']} | {_md(r['size'])} |")
+            lines.append(f"| {_md(where)} | {_md(claim)} | {r['verdict']} | {_md(r.get('margin') or '-')} "
+                         f"| {_md(r['size'])} |")
     return lines + [""]

@@ -102,5 +102,7 @@ class ImprovesByFactor(Rule):
         if not cases:
             decide.append("a cell with H > 1")
         verdict = combine(cases)
+        margin = "; ".join(f"{where(r)}: factor {r['scafflsa_factor']:.3g}, claim >= {factor:g}"
+                           for _, r in t[t["H"] > 1].iterrows()) or None
         return Judgement(verdict, rows, notes,
-                         "; ".join(decide) if decide and verdict in (UNDECIDED, PARTLY) else None)
+                         "; ".join(decide) if decide and verdict in (UNDECIDED, PARTLY) else None, margin)

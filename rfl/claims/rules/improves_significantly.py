@@ -69,7 +69,7 @@ class ImprovesSignificantly(Rule):
         if t is None or t.empty:
             return no_table(UNDECIDED)
         dom = t[t["predicted_bias_sq_pool"] >= t["predicted_variance"]]
-        rows, cases, notes, decide = [], [], [], []
+        rows, cases, notes, decide, margins = [], [], [], [], []
         if dom.empty:
             notes.append("No cell has a predicted bias^2 at least its predicted variance.")
             decide.append("a cell whose predicted bias^2 is at least its predicted variance")
@@ -79,6 +79,9 @@ class ImprovesSignificantly(Rule):
             if d:
                 decide.append(d)
             m = margin(r, p["level"])
+            margins.append(f"{where(r, eta=False)}: FedLSA - SCAFFLSA plateau "
+                           f"{r['fedlsa_plateau'] - r['scafflsa_plateau']:.3g}, claim > t se_diff = {m:.3g} "
+                           f"({int(min(r['fedlsa_seeds'], r['scafflsa_seeds']))} seeds, t)")
             f = r["fedlsa_plateau"] / r["scafflsa_plateau"] if r["scafflsa_plateau"] > 0 else np.inf
             still = " (still falling: more rounds would lower it)" if still_falling(r) else ""
             notes.append(f"- {where(r, eta=False)}: bias^2 {r['predicted_bias_sq_pool']:.3g} vs variance "
@@ -93,4 +96,5 @@ class ImprovesSignificantly(Rule):
                          "improves": {OK: "yes", FAIL: "no", OPEN: "undecided"}[outcome]})
         verdict = combine(cases)
         return Judgement(verdict, rows, notes,
-                         "; ".join(decide) if decide and verdict in (UNDECIDED, PARTLY) else None)
+                         "; ".join(decide) if decide and verdict in (UNDECIDED, PARTLY) else None,
+                         "; ".join(margins) or None)
