@@ -58,12 +58,8 @@ def judge_claim(spec: dict, cid: str, claim: dict, setting: tuple | None = None,
         judgement = rule.judge(Evidence(spec, kept, setting, groups), params)
         judgement = Judgement(judgement.verdict, judgement.rows,
                               judgement.notes + [f"Judged without {e}, not run: {skipped[e]}."
-<<<<<<< ours
-                                                 for e in absent], judgement.decide, judgement.margin)
-=======
                                                  for e in absent], judgement.decide,
                               judgement.margin)
->>>>>>> theirs
     elif not any(spec["runs"].get(e) for e in evidence.names()):
         judgement = Judgement(UNDECIDED if rule.judges else None,
                               notes=["No run table of its experiments: nothing was measured."],
@@ -151,13 +147,8 @@ def claim_lines(result: dict) -> list[str]:
     if result["notes"]:
         lines += [*result["notes"], ""]
     if result["verdict"] is not None:
-<<<<<<< ours
-        margin = f" ({result['margin']})" if result.get("margin") else ""
-        lines += [f"**Verdict: {result['verdict']}{margin}.** _Rule ({result['rule']}): {result['rule_text']}_", ""]
-=======
         lines += [f"**Verdict: {result['verdict']}.**{margin_text(result)} _Rule ({result['rule']}): "
                   f"{result['rule_text']}_", ""]
->>>>>>> theirs
     if result["decide"]:
         lines += [f"What would decide it: {result['decide']}.", ""]
     lines += [f"Size: {result['size']}.", ""]

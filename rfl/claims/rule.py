@@ -27,15 +27,9 @@ class Judgement:
     """What a rule found: the ``verdict`` (one of ``VERDICTS``, or None for a measurement that
     judges nothing), the evidence as table ``rows`` (one dict per row), ``notes`` (Markdown
     lines), for an undecided verdict what would decide it (``decide``: rounds, seeds or
-<<<<<<< ours
-    agents, computed), and the measured quantity the verdict rests on against the claim's
-    threshold (``margin``, e.g. "largest relative difference 3e-15, claim <= 1e-10"), printed
-    on the verdict line."""
-=======
     agents, computed), and the ``margin``: one line with the statistic, its interval and the
     claim's bound (``rfl.claims.stats.margin_line``, e.g. "ratio 0.66 [0.55, 0.78], claim <=
     1"), printed on the verdict line; None for a rule without an interval."""
->>>>>>> theirs
 
     verdict: str | None
     rows: list[dict] = field(default_factory=list)

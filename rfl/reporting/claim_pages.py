@@ -147,11 +147,7 @@ def claim_html(claim: dict) -> str:
     if claim.get("notes"):          # Markdown lines, as in REPRODUCTION.md (lists stay lists)
         parts.append(f'<div class="notes">{_markdown().render(chr(10).join(claim["notes"]))}</div>')
     if claim.get("margin"):
-<<<<<<< ours
-        parts.append(f"<p><b>Measured:</b> {_e(claim['margin'])}.</p>")
-=======
         parts.append(f"<p><b>Margin:</b> {_e(claim['margin'])}.</p>")
->>>>>>> theirs
     parts.append(f"<p><b>Rule</b> <code>{_e(claim['rule'])}</code>: {_e(claim.get('rule_text', ''))}</p>")
     if claim.get("decide"):
         parts.append(f"<p><b>What would decide it:</b> {_e(claim['decide'])}.</p>")

@@ -1,9 +1,3 @@
-<<<<<<< ours
-"""``curves_within_factor``: two methods behave alike: at each common K, their median
-excess-risk curves stay within a factor of each other at every round. rfl's own comparison
-of RFedAGS and RFedAvg at K > 1 (the paper claims no likeness there; its Section 3.3 identity
-at K = 1, with Exp and parallel transport, is ``identical_runs``)."""
-=======
 """``curves_within_factor``: two methods converge at the same rate: at each common K, their
 linear rates agree within a factor. Used for rfl's own comparison of RFedAGS and RFedAvg at
 K > 1 (the paper claims no likeness there; its Section 3.3 identity at K = 1, with Exp and
@@ -18,7 +12,6 @@ outside. "Identical" (K = 1 with the exponential map and parallel transport) is 
 claim of its own, checked to round-off; "within a factor at every round" decided on curves of
 independent draws is not a statistic of a rate. The largest |log ratio| of the two median
 curves over the rounds is shown as evidence."""
->>>>>>> theirs
 
 from __future__ import annotations
 
