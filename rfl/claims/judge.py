@@ -58,7 +58,8 @@ def judge_claim(spec: dict, cid: str, claim: dict, setting: tuple | None = None,
         judgement = rule.judge(Evidence(spec, kept, setting, groups), params)
         judgement = Judgement(judgement.verdict, judgement.rows,
                               judgement.notes + [f"Judged without {e}, not run: {skipped[e]}."
-                                                 for e in absent], judgement.decide)
+                                                 for e in absent], judgement.decide,
+                              judgement.margin)
     elif not any(spec["runs"].get(e) for e in evidence.names()):
         judgement = Judgement(UNDECIDED if rule.judges else None,
                               notes=["No run table of its experiments: nothing was measured."],
@@ -72,7 +73,7 @@ def judge_claim(spec: dict, cid: str, claim: dict, setting: tuple | None = None,
             "rule": claim["rule"], "params": params, "rule_text": rule.describe(params),
             "experiments": evidence.names(), "figures": claim_figures(spec["config"], claim),
             "verdict": judgement.verdict, "rows": judgement.rows, "notes": judgement.notes,
-            "decide": judgement.decide,
+            "decide": judgement.decide, "margin": judgement.margin,
             "size": describe_size(spec["config"], evidence.names()),
             **({"setting": setting_label(setting)} if setting else {})}
 
@@ -84,7 +85,7 @@ def toy(judgement: Judgement) -> Judgement:
                      judgement.notes + [f"At toy size the rule gives: {judgement.verdict} (no evidence "
                                         f"about the paper)."],
                      "the same claim at the default config's size (config/config.yaml) or the "
-                     "paper's (config/paper.yaml)")
+                     "paper's (config/paper.yaml)", judgement.margin)
 
 
 def declared(spec: dict) -> dict:
@@ -128,6 +129,11 @@ def markdown_table(rows: list[dict]) -> list[str]:
     return out + [""]
 
 
+def margin_text(result: dict) -> str:
+    """" Margin: <margin>." for a result with a margin (``Judgement.margin``), else ""."""
+    return f" Margin: {_md(result['margin'])}." if result.get("margin") else ""
+
+
 def claim_lines(result: dict) -> list[str]:
     """The Markdown of one judged claim (heading, context, evidence, notes, verdict, size)."""
     ref = f" ({result['ref']})" if result["ref"] else ""
@@ -141,7 +147,8 @@ def claim_lines(result: dict) -> list[str]:
     if result["notes"]:
         lines += [*result["notes"], ""]
     if result["verdict"] is not None:
-        lines += [f"**Verdict: {result['verdict']}.** _Rule ({result['rule']}): {result['rule_text']}_", ""]
+        lines += [f"**Verdict: {result['verdict']}.**{margin_text(result)} _Rule ({result['rule']}): "
+                  f"{result['rule_text']}_", ""]
     if result["decide"]:
         lines += [f"What would decide it: {result['decide']}.", ""]
     lines += [f"Size: {result['size']}.", ""]
@@ -162,10 +169,11 @@ def sections(results: list[dict]) -> list[str]:
 
 def summary(results: list[dict]) -> list[str]:
     """The summary table: one row per claim with a verdict (measurements are left out)."""
-    lines = ["| where | claim | verdict | size |", "|---|---|---|---|"]
+    lines = ["| where | claim | verdict | margin | size |", "|---|---|---|---|---|"]
     for r in results:
         if r["verdict"] is not None:
             where = r["section"] + (f" ({r['ref']})" if r["ref"] else "")
             claim = r["statement"] + (f" [setting {r['setting']}]" if r.get("setting") else "")
-            lines.append(f"| {_md(where)} | {_md(claim)} | {r['verdict']} | {_md(r['size'])} |")
+            lines.append(f"| {_md(where)} | {_md(claim)} | {r['verdict']} | {_md(r.get('margin') or '-')} "
+                         f"| {_md(r['size'])} |")
     return lines + [""]

@@ -26,13 +26,16 @@ EXPERIMENT_LIST = {"type": "array", "minItems": 1, "items": {"type": "string"}}
 class Judgement:
     """What a rule found: the ``verdict`` (one of ``VERDICTS``, or None for a measurement that
     judges nothing), the evidence as table ``rows`` (one dict per row), ``notes`` (Markdown
-    lines), and for an undecided verdict what would decide it (``decide``: rounds, seeds or
-    agents, computed)."""
+    lines), for an undecided verdict what would decide it (``decide``: rounds, seeds or
+    agents, computed), and the ``margin``: one line with the statistic, its interval and the
+    claim's bound (``rfl.claims.stats.margin_line``, e.g. "ratio 0.66 [0.55, 0.78], claim <=
+    1"), printed on the verdict line; None for a rule without an interval."""
 
     verdict: str | None
     rows: list[dict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     decide: str | None = None
+    margin: str | None = None
 
     def __post_init__(self):
         if self.verdict is not None and self.verdict not in VERDICTS:

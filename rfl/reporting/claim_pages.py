@@ -146,6 +146,8 @@ def claim_html(claim: dict) -> str:
     parts.append(evidence_table(claim.get("rows") or []))
     if claim.get("notes"):          # Markdown lines, as in REPRODUCTION.md (lists stay lists)
         parts.append(f'<div class="notes">{_markdown().render(chr(10).join(claim["notes"]))}</div>')
+    if claim.get("margin"):
+        parts.append(f"<p><b>Margin:</b> {_e(claim['margin'])}.</p>")
     parts.append(f"<p><b>Rule</b> <code>{_e(claim['rule'])}</code>: {_e(claim.get('rule_text', ''))}</p>")
     if claim.get("decide"):
         parts.append(f"<p><b>What would decide it:</b> {_e(claim['decide'])}.</p>")

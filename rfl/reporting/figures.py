@@ -114,6 +114,7 @@ def _load_runs(tables) -> tuple[dict[tuple, list[pd.DataFrame]], list[str]]:
     for path in tables:
         table, meta = io.read_run_table(path)
         spec = meta["spec"]
+        table.attrs["seed"] = spec.get("seed")       # runs are paired by seed (rfl.claims.stats)
         groups[method_key(spec["algorithm"], spec.get("sweep"))].append(table)
         problems.append(spec["dataset"]["problem"])
     settings = list(dict.fromkeys(setting_of(k) for k in groups))
