@@ -153,3 +153,23 @@ def test_rounds_fraction_on_both_sides_of_one_half():
     assert judge("rounds_fraction", _nmse({1: 90, 4: 70, 8: 60, 10: 55})).verdict == NOT
     assert judge("rounds_fraction", _nmse({1: 90, 4: 30, 8: 60, 10: 15})).verdict == PARTLY
     assert judge("rounds_fraction", _nmse({1: 90, 4: 30})).verdict == UNDECIDED   # K = 8, 10 not run
+
+
+# ---- level along an experiment setting ----------------------------------------------------------
+def test_level_falls_along_the_batch_size_on_both_sides():
+    from rfl.claims.rules.level_falls_along import LevelFallsAlong
+
+    def judge_batches(levels, seeds=range(5)):
+        runs = {f"b{b}": {("rfedproj", 5, None): [table(s, decay(1, 0.7, lv * jitter(s))) for s in seeds]}
+                for b, lv in levels.items()}
+        config = {"experiments": {f"b{b}": {"batch_size": b} for b in levels}}
+        names = list(reversed(list(runs)))                 # declared out of order: sorted by batch_size
+        ev = Evidence({"config": config, "runs": dict.fromkeys(names, ["x"])}, names, groups=runs)
+        return LevelFallsAlong().judge(ev, claim_params({"rule": "level_falls_along",
+                                                         "params": {"algorithm": "rfedproj"}}))
+
+    j = judge_batches({10: 1e-2, 40: 3e-3, 160: 1e-3})
+    assert j.verdict == REPRODUCED and "level ratio batch_size 40 / 10" in j.margin
+    assert judge_batches({10: 1e-3, 40: 3e-3, 160: 1e-2}).verdict == NOT
+    assert judge_batches({10: 1e-2, 40: 3e-3, 160: 1e-2}).verdict == PARTLY
+    assert judge_batches({10: 1e-3, 40: 3e-3}, seeds=[0, 1]).verdict == UNDECIDED
