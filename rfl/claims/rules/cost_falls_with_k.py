@@ -2,8 +2,9 @@
 range (RFedAGS paper Section 5.1: "the communication cost between the server and agents is also
 reduced as the growth of K in a reasonable range").
 
-Levels: ``levels`` points spread evenly on the log scale strictly between the highest median
-start over K and the highest median plateau over K (levels every K reaches). Cost of a run at
+Levels: ``levels`` points spread evenly on the log scale strictly between the lowest median
+start over K and the highest median plateau over K (levels below every K's start that every K
+reaches). Cost of a run at
 a level: the floats communicated (run-table column ``cost``, cumulative) until the first round
 with the metric at or below the level (never: +inf). Statistic, per seed and per pair of
 consecutive K: the mean over the levels of log(cost at the larger K / cost at the smaller),
@@ -25,10 +26,10 @@ from ._shared import ALGORITHM, METRIC, PARTICIPATION, judgement
 
 
 def common_levels(runs_by_k: dict, metric: str, n: int) -> list[float]:
-    """``n`` levels evenly spaced in log strictly between the highest median start and the
-    highest median plateau over K (empty if the start is not above the plateau)."""
+    """``n`` levels evenly spaced in log strictly between the lowest median start and the
+    highest median plateau over K (empty if that start is not above that plateau)."""
     curves = [median_curve(r, metric).dropna() for r in runs_by_k.values()]
-    top = max(float(c.iloc[0]) for c in curves)
+    top = min(float(c.iloc[0]) for c in curves)
     low = max(plateau(c) for c in curves)
     if not (np.isfinite(top) and np.isfinite(low) and top > low > 0):
         return []
@@ -48,9 +49,9 @@ def cost_to(table, level: float, metric: str, cost: str) -> float:
 def mean_log_cost_ratio(levels, metric, cost):
     """The paired statistic: mean over ``levels`` of log(cost of a / cost of b)."""
     def f(a, b):
-        r = [math.log(cost_to(a, lv, metric, cost)) - math.log(cost_to(b, lv, metric, cost))
-             if cost_to(b, lv, metric, cost) > 0 else np.nan for lv in levels]
-        return float(np.mean(r))
+        ca, cb = ([cost_to(t, lv, metric, cost) for lv in levels] for t in (a, b))
+        r = [math.log(x) - math.log(y) for x, y in zip(ca, cb) if x > 0 and y > 0]
+        return float(np.mean(r)) if r else np.nan
     return f
 
 
@@ -65,7 +66,7 @@ class CostFallsWithK(Rule):
 
     def describe(self, p: dict) -> str:
         return (f"per experiment ({p['algorithm']}): {p['levels']} levels evenly spaced in log between "
-                f"the highest median start and the highest median plateau over K; per seed, the "
+                f"the lowest median start and the highest median plateau over K; per seed, the "
                 f"{p['cost']} spent until the {p['metric']} first reaches each level, and for the smallest "
                 f"K and the next the mean over the levels of log(cost ratio), paired by seed: holds "
                 f"when its interval across seeds lies below 1 (the cost falls), fails when wholly "
