@@ -173,3 +173,17 @@ def test_level_falls_along_the_batch_size_on_both_sides():
     assert judge_batches({10: 1e-3, 40: 3e-3, 160: 1e-2}).verdict == NOT
     assert judge_batches({10: 1e-2, 40: 3e-3, 160: 1e-2}).verdict == PARTLY
     assert judge_batches({10: 1e-3, 40: 3e-3}, seeds=[0, 1]).verdict == UNDECIDED
+
+
+def test_rounds_fraction_counts_the_best_to_the_printed_digits():
+    """A curve that reaches 0.4372 at round 20 and creeps to 0.4370 by round 100 has its best,
+    to 3 digits (0.437), at round 20; with 5 digits at round 100."""
+    def creeping(best):
+        def make(s):
+            t = np.arange(ROUNDS, dtype=float)
+            v = np.where(t < best, 0.9 - (0.9 - 0.4372) * t / best, 0.4372 - 2e-4 * (t - best) / (ROUNDS - 1 - best))
+            return table(s, 0.0, test_nmse=v * jitter(s) ** 0.001)
+        return make
+    groups = {("rfedags", 1, None): creeping(90), ("rfedags", 4, None): creeping(20)}
+    assert judge("rounds_fraction", groups, ks=[4]).verdict == REPRODUCED
+    assert judge("rounds_fraction", groups, ks=[4], digits=5).verdict == NOT
