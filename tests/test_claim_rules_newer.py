@@ -14,9 +14,7 @@ import pytest
 from rfl import io
 from rfl.claims import curves as C
 from rfl.claims.judge import judge_claim
-from rfl.claims.rules.decreasing_in_k import order as decreasing
 from rfl.claims.rules.level_vs_share import scheme_of
-from rfl.claims.rules.plateau_order import ordering, ordering_with_bounds
 from rfl.claims.verdicts import NOT, PARTLY, REPRODUCED, UNDECIDED
 from rfl.participation import tag
 from rfl.testing.run_files import write_run
@@ -52,6 +50,12 @@ class Study:
                                "algorithm": {"name": name, "K": K, "participation": participation},
                                "dataset": {"name": experiment, "problem": ds["problem"], "params": ds["params"]}})
         self.runs.setdefault(experiment, []).append(str(path))
+        return self
+
+    def seeds(self, experiment, values, n=3, **kw):
+        """``run`` for seeds 0..n-1 (each a callable of the seed, or the same ``values``)."""
+        for s in range(n):
+            self.run(experiment, values(s) if callable(values) else values, seed=s, **kw)
         return self
 
     def judge(self, rule, experiments, params=None):
@@ -114,33 +118,13 @@ def test_converges_at_toy_size_is_undecided(tmp_path):
 
 
 # ---- plateau_order ------------------------------------------------------------------------------
-@pytest.mark.parametrize("levels, want", [([3.0, 2.0, 1.0], REPRODUCED), ([2.0, 2.0], REPRODUCED),
-                                          ([3.0, 4.0, 1.0], PARTLY), ([3.0, 1.0, 2.0], PARTLY),
-                                          ([1.0, 2.0, 3.0], NOT), ([1.0, 0.5, 1.0], NOT),
-                                          ([1.0, np.nan], UNDECIDED), ([1.0], UNDECIDED), ([], UNDECIDED)])
-def test_ordering(levels, want):
-    assert ordering(levels) == want
-
-
-@pytest.mark.parametrize("levels, exact, want", [
-    ([3.0, 2.0, 1.0], [True] * 3, REPRODUCED),
-    ([1.0, 2.0, 3.0], [False, False, True], NOT),          # 3 > the bound 1: broken whatever
-    ([3.0, 4.0, 1.0], [True, True, False], PARTLY),        # 4 > 3 broken; the last bound below the first
-    ([3.0, 2.0, 1.0], [False, True, True], UNDECIDED),     # the first plateau could lie below 1
-    ([1.0, 2.0, 3.0], [True, True, False], NOT),           # 2 > 1 broken
-    ([2.0, 1.0], [True, False], UNDECIDED),                # the bound below: order open
-    ([2.0, 2.0], [False, True], UNDECIDED)])               # equal to the bound: still possible
-def test_ordering_with_upper_bounds(levels, exact, want):
-    assert ordering_with_bounds(levels, exact) == want
-
-
 def agents(tmp_path, floors, falling=None):
-    """S = 6, 10, 20: RFedAGS 0.9^t + floor over 200 rounds (levelled off); ``falling``: the S
-    whose curve is q^t + floor with q = 0.99 instead (still decreasing at round 200)."""
+    """S = 6, 10, 20: RFedAGS 0.9^t + floor over 200 rounds (levelled off), 3 seeds; ``falling``:
+    the S whose curve is q^t + floor with q = 0.99 instead (still decreasing at round 200)."""
     st = Study(tmp_path)
     for S, floor in zip((6, 10, 20), floors):
         q = 0.99 if S == falling else 0.9
-        st.run(f"a{S}", geometric(q, 200, floor), params={"S": S, "N": 100})
+        st.seeds(f"a{S}", geometric(q, 200, floor), params={"S": S, "N": 100})
     return st
 
 
@@ -165,27 +149,53 @@ def test_plateau_order_a_curve_still_falling_leaves_it_undecided(tmp_path):
     extra = first_levelled_length(0.99, 1e-3, 200)
     assert "S = 20: more rounds (falling 0.99" in r["decide"]
     assert f"levels off after about {extra} more rounds, {200 + extra} in all" in r["decide"]
-    assert "- S = 20: still decreasing at the last round (its last level bounds its plateau from above)." in r["notes"]
+    assert ("- S = 20 vs 10: S = 20 is still decreasing at the last round (its last level bounds its "
+            "plateau from above).") in r["notes"]
 
 
 def test_plateau_order_broken_for_certain_despite_a_curve_still_falling(tmp_path):
     """S = 6 still decreasing at 0.99^t + 1e-4 (last level 0.134 bounds its plateau), S = 20
     levelled at 0.9^t + 0.5 above that bound: the order is broken whatever S = 6 does."""
     st = Study(tmp_path)
-    st.run("a6", geometric(0.99, 200, 1e-4), params={"S": 6}).run("a20", geometric(0.9, 200, 0.5), params={"S": 20})
+    st.seeds("a6", geometric(0.99, 200, 1e-4), params={"S": 6}).seeds("a20", geometric(0.9, 200, 0.5), params={"S": 20})
     assert st.judge("plateau_order", ["a6", "a20"])["verdict"] == NOT
 
 
 def test_plateau_order_by_two_parameters_and_the_smallest_K(tmp_path):
     """By (d, r); K = 1 (0.9^t + level) is judged, not K = 5 (which would reverse the order)."""
     st = Study(tmp_path)
-    st.run("d1", geometric(0.9, 200, 2e-3), K=1, params={"d": 10, "r": 2})
-    st.run("d1", geometric(0.9, 200, 1e-9), K=5, params={"d": 10, "r": 2})
-    st.run("d2", geometric(0.9, 200, 1e-3), K=1, params={"d": 20, "r": 3})
-    st.run("d2", geometric(0.9, 200, 1e-2), K=5, params={"d": 20, "r": 3})
+    st.seeds("d1", geometric(0.9, 200, 2e-3), K=1, params={"d": 10, "r": 2})
+    st.seeds("d1", geometric(0.9, 200, 1e-9), K=5, params={"d": 10, "r": 2})
+    st.seeds("d2", geometric(0.9, 200, 1e-3), K=1, params={"d": 20, "r": 3})
+    st.seeds("d2", geometric(0.9, 200, 1e-2), K=5, params={"d": 20, "r": 3})
     r = st.judge("plateau_order", ["d1", "d2"], {"by": ["d", "r"]})
     assert r["verdict"] == REPRODUCED and [row["d, r"] for row in r["rows"]] == ["10, 2", "20, 3"]
     assert [row["K"] for row in r["rows"]] == ["1", "1"]
+
+
+def test_plateau_order_scale_free_across_datasets_of_different_scale(tmp_path):
+    """S = 6 on a dataset 16x the scale of S = 20's (start 16, plateau 16 x 2e-3) against S = 20
+    (start 1, plateau 1e-3): in absolute terms S = 20 is lower (reproduced); relative to
+    F(x_0) - F* S = 20's plateau (1e-3) is below S = 6's (2e-3) too; with S = 20 at 4e-3 the
+    absolute order holds (4e-3 < 3.2e-2) but the scale-free one does not."""
+    for p20, absolute, relative in ((1e-3, REPRODUCED, REPRODUCED), (4e-3, REPRODUCED, NOT)):
+        st = Study(tmp_path / str(p20))
+        st.seeds("a6", 16 * geometric(0.9, 200, 2e-3), params={"S": 6})
+        st.seeds("a20", geometric(0.9, 200, p20), params={"S": 20})
+        assert st.judge("plateau_order", ["a6", "a20"])["verdict"] == absolute
+        r = st.judge("plateau_order", ["a6", "a20"], {"scale": "initial"})
+        assert r["verdict"] == relative and "relative to F(x_0) - F*" in r["rule_text"]
+
+
+def test_plateau_order_pairs_seeds_and_reads_their_spread(tmp_path):
+    """Per seed s the S = 20 plateau is c x S = 6's, the seeds' plateaus 1e-3 x (1, 2, 4): paired,
+    c = 0.8 holds at every seed (reproduced), c = 1.2 fails at every seed (not reproduced) although
+    the seeds' plateaus overlap across values."""
+    for c, want in ((0.8, REPRODUCED), (1.2, NOT)):
+        st = Study(tmp_path / str(c))
+        st.seeds("a6", lambda s: geometric(0.5, 100, 1e-3 * 2 ** s), params={"S": 6})
+        st.seeds("a20", lambda s: geometric(0.5, 100, c * 1e-3 * 2 ** s), params={"S": 20})
+        assert st.judge("plateau_order", ["a6", "a20"])["verdict"] == want
 
 
 # ---- converges ------------------------------------------------------------------------------------
@@ -219,7 +229,8 @@ def test_converges_a_diverged_method_fails(tmp_path):
 
 # ---- ends_as_low and faster_than ------------------------------------------------------------------
 def pair(tmp_path, ags, avg):
-    return Study(tmp_path).run("t", ags, K=50).run("t", avg, name="rfedavg", K=50)
+    """Three seeds each (identical: the plateau ratio has no spread) of RFedAGS and RFedAvg."""
+    return Study(tmp_path).seeds("t", ags, K=50).seeds("t", avg, name="rfedavg", K=50)
 
 
 @pytest.mark.parametrize("factor, want", [(0.5, REPRODUCED), (1.0, REPRODUCED), (1.09, REPRODUCED),
@@ -250,56 +261,151 @@ def test_ends_as_low_undecided_while_a_curve_still_falls(tmp_path, ags, avg):
     assert r["verdict"] == UNDECIDED and "more rounds" in r["decide"]
 
 
-@pytest.mark.parametrize("q_ags, q_avg, want", [(0.5, 0.7, REPRODUCED), (0.7, 0.7, PARTLY),
+@pytest.mark.parametrize("n", [1, 2])
+def test_ends_as_low_one_or_two_seeds_never_refute(tmp_path, n):
+    st = Study(tmp_path).seeds("t", geometric(0.7, 100, 1e-3), n, K=50) \
+        .seeds("t", geometric(0.7, 100, 1e-4), n, name="rfedavg", K=50)
+    r = st.judge("ends_as_low", ["t"])
+    assert r["verdict"] == UNDECIDED and "at least 3" in r["decide"]
+
+
+def test_ends_as_low_interval_across_noisy_seeds(tmp_path):
+    """RFedAGS's plateau over RFedAvg's per seed: 1.05, 0.95, 1.0 x c; the t interval of the
+    mean log ratio (scipy's closed form) decides against the factor 1.1."""
+    from scipy import stats as sps
+    got = []
+    for c in (0.9, 1.3, 1.06):
+        mult = np.array([1.05, 0.95, 1.0]) * c
+        st = Study(tmp_path / str(c)).seeds("t", lambda s: flat_level(mult[s] * 1e-3), K=50) \
+            .seeds("t", flat_level(1e-3), name="rfedavg", K=50)
+        r = st.judge("ends_as_low", ["t"])
+        ci = sps.ttest_1samp(np.log(mult), 0.0).confidence_interval(0.95)
+        want = REPRODUCED if np.exp(ci.high) <= 1.1 else NOT if np.exp(ci.low) > 1.1 else UNDECIDED
+        assert r["verdict"] == want
+        assert r["rows"][0]["interval"] == f"[{np.exp(ci.low):.3g}, {np.exp(ci.high):.3g}]"
+        got.append(r["verdict"])
+    assert got == [REPRODUCED, NOT, UNDECIDED]          # each side of the bound, and astride it
+
+
+def flat_level(level):
+    """Falls from 1 to ``level`` by round 20, then holds it: plateau exactly ``level``."""
+    return np.r_[np.geomspace(1.0, level, 21), np.full(80, level)]
+
+
+def pair3(tmp_path, ags, avg, n=3):
+    """``n`` seeds of RFedAGS and RFedAvg (each a curve, or a callable of the seed) at K = 50."""
+    return Study(tmp_path).seeds("t", ags, n, K=50).seeds("t", avg, n, name="rfedavg", K=50)
+
+
+@pytest.mark.parametrize("q_ags, q_avg, want", [(0.5, 0.7, REPRODUCED), (0.7, 0.7, NOT),
                                                 (0.7, 0.5, NOT), (1.0, 0.5, NOT)])
-def test_faster_than_rounds_to_a_common_level(tmp_path, q_ags, q_avg, want):
-    r = pair(tmp_path, geometric(q_ags, 100, 1e-6), geometric(q_avg, 100, 1e-6)).judge("faster_than", ["t"])
+def test_faster_than_over_several_levels(tmp_path, q_ags, q_avg, want):
+    r = pair3(tmp_path, geometric(q_ags, 100, 1e-6), geometric(q_avg, 100, 1e-6)).judge("faster_than", ["t"])
     assert r["verdict"] == want
     if q_ags < 1:
-        row = r["rows"][0]
-        # level sqrt(start x higher plateau) ~ 1e-3: first round with q^t + 1e-6 strictly below it
-        t = np.arange(101)
-        assert row["rfedags rounds"] == np.argmax(geometric(q_ags, 100, 1e-6) < row["level"])
-        assert row["level"] == pytest.approx(np.sqrt(1.000001 * max(np.median(geometric(q, 100, 1e-6)[-10:])
-                                                                  for q in (q_ags, q_avg))))
-        assert t[int(row["rfedags rounds"])] == pytest.approx(np.log(row["level"] - 1e-6) / np.log(q_ags), abs=1)
+        # oracle: the levels 1.000001 (P / 1.000001)^(j / 5), P the higher plateau, by a plain loop
+        a, b = geometric(q_ags, 100, 1e-6), geometric(q_avg, 100, 1e-6)
+        P = max(np.median(a[-10:]), np.median(b[-10:]))
+        levels = [1.000001 * (P / 1.000001) ** (j / 5) for j in (1, 2, 3, 4)]
+        first = lambda c, lv: next(t for t in range(101) if c[t] <= lv)       # noqa: E731
+        ratio = np.exp(np.mean([np.log((1 + first(a, lv)) / (1 + first(b, lv))) for lv in levels]))
+        assert r["rows"][0]["rounds ratio"] == pytest.approx(ratio, rel=1e-12)
+        assert r["rows"][0]["interval"] == f"[{ratio:.3g}, {ratio:.3g}]"     # identical seeds: no spread
+
+
+def test_identical_curves_are_a_tie_not_faster_and_their_ratio_is_exactly_one(tmp_path):
+    r = pair3(tmp_path, geometric(0.7, 100, 1e-6), geometric(0.7, 100, 1e-6)).judge("faster_than", ["t"])
+    assert r["verdict"] == NOT and r["rows"][0]["rounds ratio"] == 1.0
+    assert r["margin"] == "K = 50: rounds ratio 1 [1, 1], claim <= 0.95 (3 seeds, t)"
+
+
+def test_a_tie_at_one_level_with_one_method_ahead_elsewhere_is_not_faster(tmp_path):
+    """RFedAvg at 0.5^t; RFedAGS flat at 1 until round 10, then 0.25 per round to 0.5^20 at round
+    20, then 0.5^t: they tie at every level from 0.5^20 down and RFedAvg is ahead at every level
+    above it. The old rule read one level (sqrt(start x plateau) ~ 1e-6, reached by both at
+    round 20: a tie); here every level counts."""
+    t = np.arange(101)
+    ags = np.where(t <= 10, 1.0, np.where(t <= 20, 0.25 ** (t - 10.0), 0.5 ** t)) + 1e-12
+    avg = geometric(0.5, 100, 1e-12)
+    assert ags[20] == avg[20] and (ags[1:20] > avg[1:20]).all() and (ags[20:] == avg[20:]).all()
+    r = pair3(tmp_path, ags, avg).judge("faster_than", ["t"])
+    assert r["verdict"] == NOT and r["rows"][0]["rounds ratio"] > 1
+    # the mirror: RFedAGS ahead above the tie, as fast below it: faster
+    r = pair3(tmp_path / "m", avg, ags).judge("faster_than", ["t"])
+    assert r["verdict"] == REPRODUCED
+
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_one_or_two_seeds_never_refute_faster(tmp_path, n):
+    r = pair3(tmp_path, geometric(0.9, 100, 1e-6), geometric(0.5, 100, 1e-6), n).judge("faster_than", ["t"])
+    assert r["verdict"] == UNDECIDED and f"{n} seed" in r["decide"] and "at least 3" in r["decide"]
+
+
+def test_faster_than_pairs_by_seed_and_reads_the_spread(tmp_path):
+    """Per seed s, RFedAvg at q_s^t and RFedAGS at q_s^(t / c): ratios of rounds near c with
+    seed-to-seed spread; paired, the interval is tight around c (unpaired, the seeds'
+    different q would blur it). c = 0.9 holds under 0.95; c = 1 is a tie (not faster)."""
+    qs = [0.6, 0.7, 0.8]
+    for c, want in ((0.8, REPRODUCED), (1.0, NOT)):
+        r = pair3(tmp_path / str(c), lambda s: geometric(qs[s] ** (1 / c), 200, 1e-9),
+                  lambda s: geometric(qs[s], 200, 1e-9)).judge("faster_than", ["t"])
+        assert r["verdict"] == want
 
 
 def test_faster_than_undecided_while_the_first_has_not_got_there(tmp_path):
-    """RFedAGS at 100 x 0.97^t (still decreasing: its last 10 rounds 1.36x below the 10 before)
-    against RFedAvg at 0.5^t + 0.9: the level sqrt(1.9 x 100 x 0.97^95) = 3.1 needs 114 rounds
-    of RFedAGS, more than the 100 run."""
-    r = pair(tmp_path, geometric(0.97, 100, start=100.0), geometric(0.5, 100, 0.9)).judge("faster_than", ["t"])
-    assert r["verdict"] == UNDECIDED and "more rounds of rfedags" in r["decide"]
+    """RFedAGS at 100 x 0.97^t still decreasing against RFedAvg at 0.5^t + 0.9 levelled: RFedAGS's
+    plateau is above the start 1.9, so the levels run down to RFedAvg's plateau 0.9, out of
+    RFedAGS's reach within the run (censored)."""
+    r = pair3(tmp_path, geometric(0.97, 100, start=100.0), geometric(0.5, 100, 0.9)).judge("faster_than", ["t"])
+    assert r["verdict"] == NOT        # its censored rounds are a lower bound: slower already
+
+
+def test_faster_than_undecided_while_the_second_has_not_got_there(tmp_path):
+    """The mirror: RFedAGS levelled at 0.9 in a few rounds, RFedAvg not yet at the levels: a
+    FAIL could not rest on RFedAvg's censored rounds, but RFedAGS is faster whatever they are."""
+    r = pair3(tmp_path, geometric(0.5, 100, 0.9), geometric(0.97, 100, start=100.0)).judge("faster_than", ["t"])
+    assert r["verdict"] == REPRODUCED
 
 
 # ---- decreasing_in_k ------------------------------------------------------------------------------
-@pytest.mark.parametrize("values, want", [([1e-1, 1e-3, 1.04e-3], REPRODUCED), ([1e-1, 1e-3, 1.06e-3], PARTLY),
-                                          ([1e-3, 1e-2], NOT), ([1e-3, np.nan], UNDECIDED), ([1e-3], UNDECIDED)])
-def test_decreasing_in_k_up_to_a_tolerance(values, want):
-    assert decreasing(values, 1.05) == want
+@pytest.mark.parametrize("values, want", [((1e-1, 1e-3, 1.04e-3), REPRODUCED), ((1e-1, 1e-3, 1.06e-3), PARTLY),
+                                          ((1e-3, 1e-2), NOT), ((1e-3,), UNDECIDED)])
+def test_decreasing_in_k_up_to_a_tolerance(tmp_path, values, want):
+    st = Study(tmp_path)
+    for K, rel in zip((1, 2, 4), values):
+        st.seeds("l", geometric(0.9, 60), K=K, extra={"rel_error": np.linspace(1.0, rel, 61)})
+    assert st.judge("decreasing_in_k", ["l"], {"tolerance": 1.05})["verdict"] == want
 
 
 def test_decreasing_in_k_from_the_relative_error_column(tmp_path):
     st = Study(tmp_path)
     for K, rel in ((1, 1e-2), (4, 1e-4)):
-        st.run("l", geometric(0.9, 60), K=K, extra={"rel_error": np.linspace(1.0, rel, 61)})
+        st.seeds("l", geometric(0.9, 60), K=K, extra={"rel_error": np.linspace(1.0, rel, 61)})
     r = st.judge("decreasing_in_k", ["l"], {"metric": "rel_error"})
     assert r["verdict"] == REPRODUCED and [row["rel_error, last"] for row in r["rows"]] == [1e-2, 1e-4]
-    st.run("m", geometric(0.9, 60), K=1, extra={"rel_error": np.full(61, np.nan)})
-    st.run("m", geometric(0.9, 60), K=4, extra={"rel_error": np.full(61, np.nan)})
+    assert r["margin"] == "K = 4 vs 1: rel_error ratio 0.01 [0.01, 0.01], claim <= 1.05 (3 seeds, t)"
+    st.seeds("m", geometric(0.9, 60), K=1, extra={"rel_error": np.full(61, np.nan)})
+    st.seeds("m", geometric(0.9, 60), K=4, extra={"rel_error": np.full(61, np.nan)})
     r = st.judge("decreasing_in_k", ["m"])
     assert r["verdict"] == UNDECIDED and "at least two K" in r["decide"]
 
 
+def test_decreasing_in_k_one_seed_refutes_nothing(tmp_path):
+    st = Study(tmp_path)
+    for K, rel in ((1, 1e-4), (4, 1e-2)):
+        st.run("l", geometric(0.9, 60), K=K, extra={"rel_error": np.linspace(1.0, rel, 61)})
+    r = st.judge("decreasing_in_k", ["l"])
+    assert r["verdict"] == UNDECIDED and "at least 3" in r["decide"]
+
+
 # ---- participation: lowest_level and level_vs_share -----------------------------------------------
-def schemes(st, experiment, levels, falling=(), dataset=None):
+def schemes(st, experiment, levels, falling=(), dataset=None, n=3):
     """Runs of 50 rounds falling from 1 to each scheme's level by round 20 (levelled off), or for
-    a scheme in ``falling`` 0.9^t + level (still decreasing: 1.69x over its last 5 rounds), two
-    seeds each."""
+    a scheme in ``falling`` 0.9^t + level (still decreasing: 1.69x over its last 5 rounds), three
+    seeds each (``n``)."""
     parts = {"full": None, "uniform": 3, "bernoulli": {"scheme": "bernoulli", "rho": 0.3}}
     for scheme, level in levels.items():
-        for seed in (0, 1):
+        for seed in range(n):
             values = (geometric(0.9, 49, level) if scheme in falling else
                       np.r_[np.geomspace(1.0, level, 21), np.full(29, level)])
             st.run(experiment, values, participation=parts[scheme], seed=seed, params={"S": 10}, dataset=dataset)
@@ -314,6 +420,12 @@ def test_lowest_level_full_participation(tmp_path, levels, want):
     r = schemes(Study(tmp_path), "p", levels).judge("lowest_level", ["p"])
     assert r["verdict"] == want
     assert r["rows"][0]["every agent"] == pytest.approx(levels["full"])
+
+
+def test_lowest_level_never_refuted_by_two_seeds(tmp_path):
+    r = schemes(Study(tmp_path), "p", {"full": 1e-4, "uniform": 3e-5}, n=2).judge("lowest_level", ["p"])
+    assert r["verdict"] == UNDECIDED and "at least 3" in r["decide"]
+    assert r["margin"] == "`p`, RFedAGS-K=5, s=3: plateau ratio 3.33 [3.33, 3.33], claim <= 1 (2 seeds, t)"
 
 
 def test_lowest_level_per_experiment_and_the_undecided_sides(tmp_path):

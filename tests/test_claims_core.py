@@ -139,13 +139,15 @@ def _figure1_config():
 
 
 def _figure1_spec(tmp_path):
-    """K = 1: 0.8^t, K = 2: 0.5^t, each levelled at a floor; decaying runs end at half the
+    """Three seeds of each method: K = 1: 0.8^t, K = 2 and 4: 0.5^t (K = 4 no faster than K =
+    2: a larger K helps up to a point), each levelled at a floor; decaying runs end at half the
     floor; RFedAvg K = 2 is 1.5x RFedAGS: every claim of Figure 1 holds."""
     T = 60
     f1, f2 = geometric(0.8, T, floor=1e-4), geometric(0.5, T, floor=1e-6)
-    fixed = runs_of(tmp_path, "cpesph_fixed", {1: [f1, f1], 2: [f2]})
-    fixed += runs_of(tmp_path, "cpesph_fixed", {2: [1.5 * f2]}, name="rfedavg")
-    dec = runs_of(tmp_path, "cpesph_decaying", {1: [f1 - 0.5e-4], 2: [f2 - 0.5e-6]})
+    fixed = runs_of(tmp_path, "cpesph_fixed", {1: [f1] * 3, 2: [f2] * 3, 4: [f2] * 3})
+    fixed += runs_of(tmp_path, "cpesph_fixed", {2: [1.5 * f2] * 3}, name="rfedavg")
+    dec = runs_of(tmp_path, "cpesph_decaying", {1: [f1 - 0.5e-4] * 3, 2: [f2 - 0.5e-6] * 3,
+                                                4: [f2 - 0.5e-6] * 3})
     # (table2: a file that does not exist, for the School section still written by report code)
     return {"config": _figure1_config(), "paper": {}, "tables": {"table2": str(tmp_path / "none.csv")},
             "runs": {"cpesph_fixed": fixed, "cpesph_decaying": dec}}
@@ -159,7 +161,7 @@ def test_judge_all_the_declared_figure1_claims(tmp_path):
     by = {r["id"]: r for r in results}
     assert by["fig1a_decaying"]["experiments"] == ["cpesph_fixed", "cpesph_decaying"]
     assert by["fig1a_linear"]["figures"] == ["fig1a"]              # drawn from its experiment
-    assert by["fig1a_ags_avg"]["params"] == {"first": "rfedags", "second": "rfedavg", "factor": 2.0,
+    assert by["fig1a_ags_avg"]["params"] == {"first": "rfedags", "second": "rfedavg", "factor": 1.25,
                                              "participation": "every"}
     assert by["fig1a_linear"]["params"] == RULES["linear_rate"].defaults()
 
@@ -220,7 +222,7 @@ def test_rfl_reproduction_writes_the_claims_and_claims_json(tmp_path, level_rule
     spec["config"]["claims"]["level"] = {"section": "Measured", "statement": "level | first round",
                                          "rule": level_rule.name, "experiments": ["cpesph_fixed"]}
     spec["config"]["claims"]["fig1a_larger_k"]["statement"] = "a larger K | faster"
-    spec["runs"]["cpesph_fixed"].append(runs_of(tmp_path / "x", "cpesph_fixed", {4: [(geometric(0.5, 60), 1)]})[0])
+    spec["runs"]["cpesph_fixed"].append(runs_of(tmp_path / "x", "cpesph_fixed", {8: [(geometric(0.5, 60), 1)]})[0])
     path = tmp_path / "reproduction.json"
     path.write_text(json.dumps(spec))
     out = tmp_path / "paper_tables" / "REPRODUCTION.md"
@@ -234,19 +236,21 @@ def test_rfl_reproduction_writes_the_claims_and_claims_json(tmp_path, level_rule
     assert [r[0] for r in rows] == ["Figure 1, CPESph (Theorem 4.3, Figure 1(a))",
                                     "Figure 1, CPESph (Theorem 4.4, Figure 1(d))",
                                     "Figure 1, CPESph (Figure 1(a))", "Figure 1, CPESph (Section 5.1, Figure 1(a))"]
-    # K = 4 diverged at round 1: linear fails for it, larger K is judged without its level
-    assert [r[2] for r in rows] == [PARTLY, REPRODUCED, NOT, REPRODUCED]
+    # K = 8 (one seed) diverged at round 1: linear fails for it; for larger K its pair with K = 4 is
+    # open (one seed), and K = 4 is no faster than K = 2 already: up to a point
+    assert [r[2] for r in rows] == [PARTLY, REPRODUCED, REPRODUCED, REPRODUCED]
     assert rows[2][1].replace("\0", "|") == "a larger K | faster" and lines[i + 8] == ""
-    assert "- K = 4: fails: the run diverged at round 1 (median over seeds)." in lines
+    assert "- K = 8: fails: the run diverged at round 1 (median over seeds)." in lines
     assert "### Measurement: level | first round" in lines and "## Measured" in lines
-    assert "- runs: 7 (1 diverged: rfedags_K4_seed0)" in text
+    assert "- runs: 22 (1 diverged: rfedags_K8_seed0)" in text
     records = json.loads((out.parent / "claims.json").read_text())
     assert [r["id"] for r in records] == [*spec["config"]["claims"]]
     rec = {r["id"]: r for r in records}
     assert rec["level"]["verdict"] is None and rec["level"]["rows"] == [{"K": "1", "first": pytest.approx(1 + 1e-4)}]
     assert rec["fig1a_linear"]["verdict"] == PARTLY and rec["fig1a_linear"]["rule"] == "linear_rate"
-    k4 = next(r for r in rec["fig1a_linear"]["rows"] if r["K"] == "4")
+    k4 = next(r for r in rec["fig1a_linear"]["rows"] if r["K"] == "8")
     assert math.isnan(k4["contraction/round"])                      # NaN survives as JSON NaN
+    assert rec["fig1a_larger_k"]["margin"].startswith("K = 2 vs 1: rounds ratio ")
     assert set(VERDICTS) >= {r["verdict"] for r in records if r["verdict"]}
 
 
@@ -260,9 +264,9 @@ BAD = {
              "config key claims.fig1a_linear.rule: 'nope' is not a known claim rule; allowed: "),
     "param name": (lambda c: c["fig1a_linear"].update(params={"r3": 0.5}),
                    "config key claims.fig1a_linear.params.r3: not a parameter of claim rule 'linear_rate'; "
-                   "allowed: algorithm, min_decrease, participation, r2"),
-    "param type": (lambda c: c["fig1a_linear"].update(params={"r2": "high"}),
-                   "config key claims.fig1a_linear.params.r2: 'high' is not of type 'number'"),
+                   "allowed: algorithm, linearity, min_decrease, participation"),
+    "param type": (lambda c: c["fig1a_linear"].update(params={"linearity": "high"}),
+                   "config key claims.fig1a_linear.params.linearity: 'high' is not of type 'number'"),
     "param range": (lambda c: c["fig1a_ags_avg"].update(params={"factor": 1}),
                     "config key claims.fig1a_ags_avg.params.factor: 1 is less than or equal to the minimum of 1"),
     "roles as a list": (lambda c: c["fig1a_decaying"].update(experiments=["cpesph_fixed"]),

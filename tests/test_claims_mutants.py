@@ -91,7 +91,7 @@ def test_plateau_order_rows_show_the_contraction_per_round(tmp_path):
 
 def test_curves_within_factor_rows_name_their_K(tmp_path):
     f = geom_r(0.5, 20, floor=1e-4)
-    j = _alike(tmp_path, {1: [f], 3: [f]}, {1: [1.5 * f], 3: [1.5 * f]})
+    j = _alike(tmp_path, {1: [f] * 3, 3: [f] * 3}, {1: [1.5 * f] * 3, 3: [1.5 * f] * 3})
     assert [x["K"] for x in j.rows] == ["1", "3"]
 
 

@@ -13,7 +13,8 @@ import pytest
 
 from rfl.claims import curves as C
 from rfl.claims.judge import markdown_table
-from rfl.claims.verdicts import NOT, REPRODUCED
+from rfl.claims.rules.larger_k_faster import halves
+from rfl.claims.verdicts import FAIL, NOT, OPEN, REPRODUCED
 from rfl.registry import RULES
 
 from test_claim_rules_newer import Study, geometric
@@ -76,10 +77,12 @@ def test_linear_rate_text_says_whose_runs_it_reads():
     assert "every agent" not in other and "(rfedags, under the experiment's participation)" in other
 
 
-def test_larger_k_faster_text_states_its_level_and_verdicts():
-    """The rule's text states what order_verdict decides (its docstring): the level, reproduced
-    if non-increasing, partly if only the largest K beats the smallest."""
-    text = RULES["larger_k_faster"]().describe(RULES["larger_k_faster"].defaults())
-    assert ("the geometric mean of the initial excess risk and the worst final level (of the K that "
-            "did not diverge); reproduced if non-increasing in K, partly if only the largest K beats "
-            "the smallest;") in text
+def test_larger_k_faster_text_states_both_halves_and_its_bound():
+    """The rule's text states what ``halves`` decides: the first pair at most max_ratio, a later
+    pair wholly above it for "up to a point", and drops the second half when told to."""
+    p = RULES["larger_k_faster"].defaults()
+    text = RULES["larger_k_faster"]().describe(p)
+    assert "the first pair's interval at most 0.95 (not reproduced if wholly above)" in text
+    assert "some later pair's ratio lies wholly above 0.95" in text
+    assert "later pair" not in RULES["larger_k_faster"]().describe({**p, "up_to_a_point": False})
+    assert halves([FAIL, OPEN])[0] == NOT

@@ -51,10 +51,10 @@ def test_improves_by_factor_row_shows_the_rounds_run(tmp_path):
 
 
 def test_ends_as_low_rows_name_K_and_with_two_experiments_the_experiment(tmp_path):
-    """Two experiments, each RFedAGS and RFedAvg at K = 50, both levelled at 1e-4: one row each,
+    """Two experiments, each RFedAGS and RFedAvg at K = 50 (3 seeds), both levelled at 1e-4: one row each,
     named by experiment and K; ratio of the plateaus 1."""
     st = pair(tmp_path, geometric(0.7, 100, 1e-4), geometric(0.7, 100, 1e-4))
-    st.run("u", geometric(0.7, 100, 1e-4), K=50).run("u", geometric(0.7, 100, 1e-4), name="rfedavg", K=50)
+    st.seeds("u", geometric(0.7, 100, 1e-4), K=50).seeds("u", geometric(0.7, 100, 1e-4), name="rfedavg", K=50)
     r = st.judge("ends_as_low", ["t", "u"])
     assert r["verdict"] == REPRODUCED
     assert [(x["experiment"], x["K"]) for x in r["rows"]] == [("t", "50"), ("u", "50")]
@@ -63,15 +63,16 @@ def test_ends_as_low_rows_name_K_and_with_two_experiments_the_experiment(tmp_pat
 
 def test_linear_rate_row_shows_R2_of_an_exact_geometric_curve(tmp_path):
     """log 0.9^t is a line: R^2 = 1, contraction 0.9."""
-    r = Study(tmp_path).run("h", geometric(0.9, 200)).judge("linear_rate", ["h"])
-    assert r["rows"][0]["R^2 (log-linear)"] == pytest.approx(1.0)
+    r = Study(tmp_path).seeds("h", geometric(0.9, 200)).judge("linear_rate", ["h"])
+    assert r["rows"][0]["R^2 (median)"] == pytest.approx(1.0)
     assert r["rows"][0]["contraction/round"] == pytest.approx(0.9)
+    assert r["rows"][0]["contraction interval"] == "[0.9, 0.9]" and r["verdict"] == REPRODUCED
 
 
 def test_decaying_more_accurate_rows_show_both_plateaus(tmp_path):
     """Fixed 0.5^t floored at 1e-3, decaying floored at 1e-5: the plateaus are the floors."""
-    st = Study(tmp_path).run("f", np.maximum(0.5 ** np.arange(101.0), 1e-3)) \
-        .run("d", np.maximum(0.5 ** np.arange(101.0), 1e-5))
+    st = Study(tmp_path).seeds("f", np.maximum(0.5 ** np.arange(101.0), 1e-3)) \
+        .seeds("d", np.maximum(0.5 ** np.arange(101.0), 1e-5))
     r = st.judge("decaying_more_accurate", {"fixed": "f", "decaying": "d"})
     assert r["verdict"] == REPRODUCED
     assert r["rows"][0]["fixed, plateau"] == pytest.approx(1e-3)
@@ -79,16 +80,15 @@ def test_decaying_more_accurate_rows_show_both_plateaus(tmp_path):
 
 
 def test_larger_k_faster_undecided_beside_reproduced_is_undecided(tmp_path):
-    """Experiment a: K = 1, 2, 4 at 0.9^t, 0.5^t, 0.2^t floored (non-increasing rounds:
-    reproduced); experiment b has one K (nothing to compare: undecided). The undecided
-    experiment could still fail, so the claim is undecided."""
+    """Experiment a: K = 1, 2, 4, 8 at 0.9^t, 0.5^t, 0.2^t, 0.2^t floored, 3 seeds (K = 8 no
+    faster: reproduced, both halves); experiment b has one K (nothing to compare: undecided).
+    The undecided experiment could still fail, so the claim is undecided."""
     st = Study(tmp_path)
-    for K, q, P in zip((1, 2, 4), (0.9, 0.5, 0.2), (1e-4, 1e-6, 1e-8)):
-        st.run("a", np.maximum(q ** np.arange(151.0), P), K=K)
-    st.run("b", np.maximum(0.5 ** np.arange(151.0), 1e-4), K=1)
+    for K, q in zip((1, 2, 4, 8), (0.9, 0.5, 0.2, 0.2)):
+        st.seeds("a", np.maximum(q ** np.arange(151.0), 1e-10), K=K)
+    st.seeds("b", np.maximum(0.5 ** np.arange(151.0), 1e-4), K=1)
     assert st.judge("larger_k_faster", ["a"])["verdict"] == REPRODUCED
     assert st.judge("larger_k_faster", ["a", "b"])["verdict"] == UNDECIDED
-
 
 def test_converges_note_gives_last_over_round_0(tmp_path):
     """5 x 0.99^t over 200 rounds: last / round 0 = 0.99^200 = 0.134 (not 5^2 x 0.134)."""
@@ -102,3 +102,9 @@ def test_start_forgotten_without_a_contraction_is_nan():
     recorded: NaN."""
     assert start_forgotten_at({"contraction": 0.5, "initial": 10.0, "fedlsa_plateau_se": 0.1}) == 7.0
     assert np.isnan(start_forgotten_at({"initial": 10.0, "fedlsa_plateau_se": 0.1}))
+
+
+def test_converges_margin_names_the_ratio_and_the_claim(tmp_path):
+    """0.9^t over 200 rounds: last / round 0 = 0.9^200 = 7.06e-10, against the factor 1e-3."""
+    r = Study(tmp_path).seeds("h", geometric(0.9, 200)).judge("converges", ["h"])
+    assert r["margin"] == f"RFedAGS-K=5: last / round 0 {0.9 ** 200:.3g}, claim <= 0.001 (median over 3 seeds)"

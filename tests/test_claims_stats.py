@@ -134,3 +134,16 @@ def test_margin_line_joins_the_cases():
     a = S.judged([1.0, 1.0, 1.0], S.Claim("x", high=2.0), "K = 1")
     assert S.margin_line([a, a]) == "; ".join([a.margin] * 2) and S.margin_line([]) is None
     assert a.margin == "K = 1: x 1 [1, 1], claim <= 2 (3 seeds, t)"
+
+
+def test_a_strict_claim_is_refuted_by_an_interval_on_its_bound():
+    assert S.judged([1.0, 1.0, 1.0], S.Claim("r", high=1.0)).outcome == OK
+    t = S.judged([1.0, 1.0, 1.0], S.Claim("r", high=1.0, strict=True))
+    assert t.outcome == FAIL and "claim < 1" in t.margin
+    assert S.judged([0.9, 0.95, 1.0], S.Claim("r", high=1.0, strict=True)).outcome == OPEN
+    assert S.judged([0.9, 0.92, 0.94], S.Claim("r", high=1.0, strict=True)).outcome == OK
+
+
+def test_no_value_is_open_and_says_so():
+    t = S.judged([np.nan, np.nan, np.nan], S.Claim("r", high=1.0), "K = 1")
+    assert t.outcome == OPEN and t.why == "K = 1: no seed has a value of the statistic"

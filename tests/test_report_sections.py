@@ -25,10 +25,11 @@ def check_markdown(lines: list[str]) -> None:
             assert i == 0 or lines[i - 1] == "", f"no blank line before heading {line!r}"
             assert i + 1 < len(lines) and lines[i + 1] == "", f"no blank line after heading {line!r}"
         if line.startswith("**Verdict:"):
-            # the rule continues "_Rule: " as a clause (lower-case start unless a method's name, no
-            # closing full stop), without a "_" that would end the italics early
+            # the margin, where the rule has one, ends a sentence before the rule; the rule continues
+            # "_Rule: " as a clause (lower-case start unless a method's name, no closing full stop),
+            # without a "_" that would end the italics early
             assert re.fullmatch(r"\*\*Verdict: (reproduced|partly reproduced|not reproduced|undecided "
-                                r"at this size)\.\*\* _Rule \([a-z0-9_]+\): ([a-z]|RFedAGS|FedLSA|SCAFFLSA)"
+                                r"at this size)\.\*\*(?: Margin: .+?\.)? _Rule \([a-z0-9_]+\): ([a-z]|RFedAGS|FedLSA|SCAFFLSA)"
                                 r"[^_]*[A-Za-z0-9%)]_", line), line
             assert lines[i - 1] == "", f"no blank line before {line!r}"
             assert i + 1 == len(lines) or lines[i + 1] == "", f"no blank line after {line!r}"

@@ -39,24 +39,6 @@ def plateau(curve: pd.Series) -> float:
     return float(curve.iloc[-n:].median())
 
 
-def plateau_quartiles(curve: pd.Series) -> tuple[float, float]:
-    """The lower and upper quartiles of the rounds ``plateau`` takes the median of (the last 10%
-    of rounds, at least 3): how far the level of a noisy curve is from settled."""
-    n = max(3, len(curve) // 10)
-    tail = curve.iloc[-n:]
-    return float(tail.quantile(0.25)), float(tail.quantile(0.75))
-
-
-def spread_clear(outcome: str, low: tuple[float, float], high: tuple[float, float], factor: float) -> bool:
-    """Whether a comparison of two plateaus ("ok": the first at most ``factor`` times the second;
-    "fail": above it) holds quartile against quartile too: the first's upper quartile at most
-    the factor times the second's lower one, or its lower quartile above the factor times the
-    second's upper one. Plateaus whose tails overlap across the factor are not told apart."""
-    if outcome == "ok":
-        return bool(low[1] <= factor * high[0])
-    return bool(low[0] > factor * high[1])
-
-
 def last(curve: pd.Series, upto=None) -> float:
     """The curve's value at its last round with a value (at or before ``upto``), NaN if none."""
     c = curve.dropna()
@@ -218,3 +200,121 @@ def still_contracting(curve: pd.Series) -> bool:
 def levelled_off(curve: pd.Series, factor: float = 1.2) -> bool:
     """``levelled`` and no longer ``still_contracting``: a plateau reached, not a slow decrease."""
     return levelled(curve, factor) and not still_contracting(curve)
+
+
+#: the linear phase of one seed starts once the curve has made this share of its log-decrease
+#: to its plateau for good (the escape from an initial plateau or saddle), and ends when it has
+#: made ``1 - ESCAPE_SHARE`` of it (before the noise floor)
+ESCAPE_SHARE = 0.1
+
+
+def linear_window(curve: pd.Series) -> tuple[int, int] | None:
+    """(t0, t1), positions in ``curve`` (one seed, positive values) of its linear phase: with y
+    the log of the curve, y_end the log of its plateau (``plateau``: median of the last 10% of
+    rounds) and D = y_0 - y_end its log-decrease, t0 is the first position after which y stays
+    below y_0 - ESCAPE_SHARE D (the escape from an initial plateau: the curve has left it for
+    good), t1 the first position from t0 on with y <= y_0 - (1 - ESCAPE_SHARE) D (still above
+    the noise floor). None when the curve does not decrease (D <= 0) or has fewer than
+    MIN_FIT_ROUNDS + 1 values."""
+    y = np.log(curve.clip(lower=1e-300).to_numpy(dtype=float))
+    if len(y) <= MIN_FIT_ROUNDS:
+        return None
+    D = y[0] - np.log(max(plateau(curve), 1e-300))
+    if not D > 0:
+        return None
+    above = np.nonzero(y >= y[0] - ESCAPE_SHARE * D)[0]
+    t0 = int(above[-1]) + 1 if len(above) else 0
+    if t0 >= len(y):
+        return None
+    hit = np.nonzero(y[t0:] <= y[0] - (1 - ESCAPE_SHARE) * D)[0]
+    t1 = t0 + int(hit[0]) if len(hit) else len(y) - 1
+    return t0, t1
+
+
+def seed_rate(curve: pd.Series) -> dict:
+    """The linear phase of one seed's curve (``linear_window``), fitted log(curve) ~ a + b t by
+    least squares: ``slope`` b (the log-contraction per round; contraction exp(b)), ``decrease``
+    the fitted line's log-decrease over the window -b (t1 - t0), ``linearity`` the ratio of the
+    slopes fitted on the window's second and first halves (1 for a geometric curve, below 1 for
+    a sublinear one, NaN with fewer than 4 rounds in the window), ``r2``, ``t0``, ``t1`` (rounds).
+    ``status``: "ok", "diverged" (an infinite value), "flat" (no decrease: slope 0, decrease
+    0) or "insufficient" (fewer than MIN_FIT_ROUNDS + 1 rounds in all or in the window)."""
+    c = curve.dropna()
+    out = {"status": "ok", "slope": np.nan, "decrease": np.nan, "linearity": np.nan, "r2": np.nan,
+           "t0": np.nan, "t1": np.nan}
+    if np.isinf(c.to_numpy(dtype=float)).any():
+        return {**out, "status": "diverged"}
+    if len(c) <= MIN_FIT_ROUNDS:
+        return {**out, "status": "insufficient"}
+    w = linear_window(c)
+    if w is None:
+        return {**out, "status": "flat", "slope": 0.0, "decrease": 0.0}
+    t0, t1 = w
+    if t1 - t0 < MIN_FIT_ROUNDS:
+        return {**out, "status": "insufficient", "t0": float(c.index[t0]), "t1": float(c.index[t1])}
+    t = c.index.to_numpy(dtype=float)[t0:t1 + 1]
+    y = np.log(c.clip(lower=1e-300).to_numpy(dtype=float))[t0:t1 + 1]
+    b, a = np.polyfit(t, y, 1)
+    ss = ((y - y.mean()) ** 2).sum()
+    r2 = 1 - ((y - a - b * t) ** 2).sum() / ss if ss > 0 else 1.0
+    lin = np.nan
+    if len(t) >= 4:
+        h = len(t) // 2
+        b1, b2 = np.polyfit(t[:h + 1], y[:h + 1], 1)[0], np.polyfit(t[h:], y[h:], 1)[0]
+        lin = b2 / b1 if b1 < 0 else np.nan
+    return {**out, "slope": float(b), "decrease": float(-b * (t[-1] - t[0])), "linearity": float(lin),
+            "r2": float(r2), "t0": float(t[0]), "t1": float(t[-1])}
+
+
+def race_levels(a: pd.Series, b: pd.Series, n: int) -> np.ndarray:
+    """``n`` levels spaced evenly in log strictly between the lower start of two curves and the
+    higher of their plateaus P (both curves get there): start (P / start)^(j / (n + 1)), j =
+    1..n. If the higher plateau is not below the start (a curve that does not fall below the
+    other's start), P is the lower plateau (the other curve never reaches the levels: censored).
+    Empty without a finite positive start and plateau below it."""
+    start = min(last(a.iloc[:1]), last(b.iloc[:1]))
+    if not (a.notna().any() and b.notna().any()):
+        return np.array([])
+    pa, pb = plateau(a.dropna()), plateau(b.dropna())
+    P = max(pa, pb) if max(pa, pb) < start else min(pa, pb)
+    if not (np.isfinite(start) and np.isfinite(P) and 0 < P < start):
+        return np.array([])
+    return start * (P / start) ** (np.arange(1, n + 1) / (n + 1))
+
+
+def rounds_to_levels(curve: pd.Series, levels) -> tuple[np.ndarray, bool]:
+    """(rounds at which ``curve`` first gets to or below each level, whether any level is not
+    reached: then that level's round is censored at the last round + 1, a lower bound; +inf,
+    never, for a curve that diverged (an infinite value))."""
+    c = curve.dropna()
+    end = float(c.index[-1]) + 1 if len(c) else np.nan
+    if np.isinf(c.to_numpy(dtype=float)).any():
+        end = np.inf
+    t = np.array([rounds_to(c, lv) for lv in levels], dtype=float)
+    censored = bool(np.isnan(t).any())
+    return np.where(np.isnan(t), end, t), censored
+
+
+def log_rounds_ratio(a: pd.Series, b: pd.Series, n: int = 4) -> tuple[float, bool, bool]:
+    """How many rounds curve ``a`` needs against ``b`` over the whole descent: the mean over the
+    ``race_levels`` of log((1 + rounds of a) / (1 + rounds of b)) (0: as fast; negative: a
+    faster), with whether a's and b's rounds were censored (``rounds_to_levels``). NaN without
+    levels."""
+    levels = race_levels(a, b, n)
+    if not len(levels):
+        return np.nan, False, False
+    ta, ca = rounds_to_levels(a, levels)
+    tb, cb = rounds_to_levels(b, levels)
+    return float(np.mean(np.log1p(ta) - np.log1p(tb))), ca, cb
+
+
+def more_rounds(label: str, curve, rounds: int, factor: float) -> str:
+    """What would level off a curve still decreasing at its last round (``rounds``)."""
+    q, extra = tail_contraction(curve), rounds_to_level_off(curve, factor)
+    pace = f"falling {q:.4g}x per round over its last 10% of rounds" if np.isfinite(q) else "still falling"
+    if extra == 0:
+        return f"{label}: more rounds ({pace}, as fast as in its linear phase: no plateau yet)"
+    if np.isfinite(extra):
+        return (f"{label}: more rounds ({pace}; at that pace, slowing towards its estimated "
+                f"limit, it levels off after about {int(extra)} more rounds, {rounds + int(extra)} in all)")
+    return f"{label}: more rounds ({pace}, no limit in sight yet)"

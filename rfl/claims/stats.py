@@ -115,7 +115,9 @@ def log_ratio_of(statistic: Callable[[pd.DataFrame], float]):
         x, y = statistic(a), statistic(b)
         if not (x > 0 and y > 0):
             return np.nan
-        return math.log(x) - math.log(y) if np.isfinite(x) or np.isfinite(y) else np.nan
+        if np.isinf(x) or np.isinf(y):
+            return math.inf if np.isinf(x) and not np.isinf(y) else (-math.inf if np.isinf(y) and not np.isinf(x) else np.nan)
+        return math.log(x / y)
     return f
 
 
@@ -209,19 +211,22 @@ def _sign_interval(x, level, log) -> Interval:
 @dataclass(frozen=True)
 class Claim:
     """The region a statistic must lie in for the claim to hold, in the statistic's own units
-    (a ratio, not its log): ``low <= statistic <= high``; ``what`` names the statistic
-    ("ratio", "contraction", ...)."""
+    (a ratio, not its log): ``low <= statistic <= high``, or with ``strict`` ``low < statistic <
+    high`` (an interval touching a bound then does not support the claim, and one that lies on
+    the bound refutes it); ``what`` names the statistic ("ratio", "contraction", ...)."""
 
     what: str
     low: float = -np.inf
     high: float = np.inf
+    strict: bool = False
 
     def text(self) -> str:
+        lt, gt = ("<", ">") if self.strict else ("<=", ">=")
         if np.isfinite(self.low) and np.isfinite(self.high):
-            return f"claim in [{_num(self.low)}, {_num(self.high)}]"
+            return f"claim in {'(' if self.strict else '['}{_num(self.low)}, {_num(self.high)}{')' if self.strict else ']'}"
         if np.isfinite(self.high):
-            return f"claim <= {_num(self.high)}"
-        return f"claim >= {_num(self.low)}"
+            return f"claim {lt} {_num(self.high)}"
+        return f"claim {gt} {_num(self.low)}"
 
     def bounds(self, log: bool) -> tuple[float, float]:
         """(low, high) on the scale of the sample (logs when ``log``)."""
@@ -271,14 +276,18 @@ def decide(iv: Interval, claim: Claim, label: str = "", min_seeds: int = MIN_SEE
     margin = (f"{label}: " if label else "") + f"{claim.what} {iv.text()}, {claim.text()}" + (
         f" ({iv.n} seed{'s' if iv.n != 1 else ''}, {iv.method})")
     where = f"{label}: " if label else ""
+    if iv.n == 0:
+        return Test(OPEN, iv, claim, margin, f"{where}no seed has a value of the statistic")
     if iv.n < min_seeds:
         return Test(OPEN, iv, claim, margin,
                     f"{where}{iv.n} seed{'s' if iv.n != 1 else ''}; at least {min_seeds} decide it")
     if not (np.isfinite(iv.low) or np.isfinite(iv.high)) and np.isnan(iv.estimate):
         return Test(OPEN, iv, claim, margin, f"{where}no finite statistic")
-    if lo <= iv.low and iv.high <= hi:
+    inside = lo < iv.low and iv.high < hi if claim.strict else lo <= iv.low and iv.high <= hi
+    outside = iv.high <= lo or iv.low >= hi if claim.strict else iv.high < lo or iv.low > hi
+    if inside:
         return Test(OK, iv, claim, margin)
-    if iv.high < lo or iv.low > hi:
+    if outside:
         return Test(FAIL, iv, claim, margin)
     n = seeds_needed(iv, claim)
     why = (f"{where}the interval straddles the bound; about {n} seeds at the observed spread "

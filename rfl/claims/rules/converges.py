@@ -50,7 +50,7 @@ class Converges(Rule):
                 f"decreasing is undecided)")
 
     def judge(self, ev: Evidence, p: dict) -> Judgement:
-        rows, cases, notes, decide = [], [], [], []
+        rows, cases, notes, decide, margins = [], [], [], [], []
         names = ev.names()
         for e in names:
             for key, runs in ev.runs(e).items():
@@ -65,10 +65,13 @@ class Converges(Rule):
                 c = curve.dropna()
                 first = float(c.iloc[0]) if len(c) else np.nan
                 end = float(c.iloc[-1]) if len(c) else np.nan
+                margins.append(f"{where}: last / round 0 {end / first if first else np.nan:.3g}, claim <= "
+                               f"{p['factor']:g} (median over {len(runs)} seed{'s' if len(runs) != 1 else ''})")
                 rows.append({**({"experiment": e} if len(names) > 1 else {}), "method": method_label(key),
                              "excess risk, round 0": first, "excess risk, last": end,
                              "last / round 0": end / first if first else np.nan,
                              "rounds": str(int(c.index[-1])) if len(c) else "-"})
         verdict = combine(cases)
         return Judgement(verdict, rows, notes,
-                         "; ".join(decide) if decide and verdict in (UNDECIDED, PARTLY) else None)
+                         "; ".join(decide) if decide and verdict in (UNDECIDED, PARTLY) else None,
+                         "; ".join(margins) or None)

@@ -1,20 +1,27 @@
 """``linear_rate``: with a fixed step, a method converges linearly to a neighbourhood of x*
-(RFedAGS paper, Theorem 4.3): per K, the median excess-risk curve over seeds has a log-linear
-phase with contraction < 1, a good fit, and a real decrease."""
+(RFedAGS paper, Theorem 4.3): per K, each seed's excess-risk curve has a log-linear phase
+(``rfl.claims.curves.seed_rate``: from its escape from the initial plateau to before its noise
+floor), and across seeds (``rfl.claims.stats``) the phase's log-decrease is at least
+``min_decrease``-fold and its slope does not flatten (the late half's slope at least
+``linearity`` times the early half's: a geometric curve gives 1, a sublinear one less).
+
+No single fit decides: each is one seed's number, and the verdict reads their interval."""
 
 from __future__ import annotations
 
-import numpy as np
+import math
 
-from ..curves import MIN_FIT_ROUNDS, linear_phase, median_curve, seed_note
+import numpy as np
+import pandas as pd
+
+from .. import stats as S
+from ..curves import MIN_FIT_ROUNDS, median_curve, plateau, seed_rate
 from ..rule import Evidence, Judgement, Rule
 from ..verdicts import FAIL, OK, OPEN, PARTLY, UNDECIDED, combine
 
 #: still decreasing: the curve's log-decrease per round over its last rounds is at least this
 #: fraction of the fitted one, -log(contraction)
 STILL = 0.5
-#: the fraction of the total log-decrease the fit covers (``curves.linear_phase``)
-FIT_SHARE = 0.9
 
 
 def still_decreasing(curve, rate: float) -> bool:
@@ -31,74 +38,142 @@ def still_decreasing(curve, rate: float) -> bool:
     return bool(drop >= STILL * -np.log(rate))
 
 
-def rounds_to_decide(rate: float, min_decrease: float) -> tuple[int, int]:
-    """(rounds for a ``min_decrease``-fold decrease at contraction ``rate``: ceil(log(d) /
-    -log(rate)); the rounds T a curve contracting at ``rate`` needs for the rule to see that
-    decrease: its fit covers the rounds to ``FIT_SHARE`` of the total log-decrease, ceil(0.9 T),
-    so the smallest T with ceil(0.9 T) >= the first number)."""
-    need = int(np.ceil(np.log(min_decrease) / -np.log(rate)))
-    return need, (10 * (need - 1)) // 9 + 1
+def rounds_to_decide(rate: float, min_decrease: float, limit: int = 1 << 20) -> int | None:
+    """The fewest rounds T after which a curve contracting exactly at ``rate`` (r^t, t = 0..T)
+    shows the rule a ``min_decrease``-fold decrease over its linear phase (``seed_rate``; the
+    phase leaves out the first and last 10% of the log-decrease, so T exceeds
+    log(min_decrease) / -log(rate) by about a quarter); None beyond ``limit`` or for rate >= 1."""
+    if not 0 < rate < 1:
+        return None
+    need = math.log(min_decrease)
+
+    def enough(T):
+        f = seed_rate(pd.Series(rate ** np.arange(T + 1.0)))
+        return f["status"] == "ok" and f["decrease"] >= need
+
+    lo, hi = MIN_FIT_ROUNDS, MIN_FIT_ROUNDS
+    while not enough(hi):
+        lo, hi = hi, 2 * hi
+        if hi > limit:
+            return None
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if enough(mid) else (mid, hi)
+    return hi
 
 
-def case(fit: dict, curve, r2: float, min_decrease: float) -> tuple[str, str | None]:
-    """(outcome, why) of one fitted curve: it holds with contraction < 1, R^2 >= ``r2`` and a
-    decrease >= ``min_decrease`` over the fitted rounds; a diverged curve fails; fewer than
-    three recorded rounds, or a curve that contracts well but has not yet decreased enough and
-    is still going down at its last round (``still_decreasing``), cannot be decided: ``why``
-    then says how many rounds would decide it."""
-    if fit["status"] == "diverged":
-        return FAIL, f"the run diverged at round {fit['diverged_at']} (median over seeds)"
-    if fit["status"] == "insufficient":
-        return OPEN, f"fewer than {MIN_FIT_ROUNDS + 1} recorded rounds"
-    contracting = fit["rate"] < 1 and fit["r2"] >= r2
-    if contracting and fit["decrease"] >= min_decrease:
-        return OK, None
-    if contracting and still_decreasing(curve, fit["rate"]):
-        need, rounds = rounds_to_decide(fit["rate"], min_decrease)
-        return OPEN, (f"still decreasing at its last round, by {fit['decrease']:.3g}x so far; about "
-                      f"{rounds} rounds would decide it (at the fitted contraction {fit['rate']:.4g}, "
-                      f"{need} rounds make a {min_decrease:g}x decrease, and the fit covers the rounds "
-                      f"to 90% of the log-decrease)")
-    return FAIL, None
+def judge_k(runs, p: dict, where: str) -> tuple[str, dict, list[str], str | None, list]:
+    """(outcome, row, notes, what would decide, tests) of one K's runs (one table per seed)."""
+    notes = []
+    med = median_curve(runs)
+    diverged = [t for t in runs if (t["status"] == "diverged").any()]
+    row = {"seeds": str(len(runs)), "F(x_1)-F*": float(med.dropna().iloc[0]) if med.notna().any() else np.nan,
+           "contraction/round": np.nan, "contraction interval": "-", "decrease": np.nan,
+           "late/early slope": np.nan, "R^2 (median)": np.nan, "escape round (median)": "-",
+           "fit ends (median)": "-", "level reached": plateau(med.dropna()) if med.notna().any() else np.nan}
+    if diverged:
+        first = min(int(t.loc[t["status"] == "diverged", "round"].min()) for t in diverged)
+        notes.append(f"- {where}: {len(diverged)} of {len(runs)} seeds diverged (first at round {first}); "
+                     f"{'the claim fails for it' if 2 * len(diverged) >= len(runs) else 'left out of the fits'}.")
+        if 2 * len(diverged) >= len(runs):
+            return FAIL, row, notes + [f"- {where}: fails: the run diverged at round {first} (median over seeds)."], None, []
+    kept = [t for t in runs if not (t["status"] == "diverged").any()]
+    fits = S.per_seed(kept, lambda t: 0.0)      # the seeds, in order
+    seeds = S.by_seed(kept)
+    fit = {s: seed_rate(S.curve_of(seeds[s])) for s in fits.index}
+    if any(f["status"] == "insufficient" and len(seeds[s]) <= MIN_FIT_ROUNDS for s, f in fit.items()):
+        why = f"fewer than {MIN_FIT_ROUNDS + 1} recorded rounds"
+        return OPEN, row, notes + [f"- {where}: undecided: {why}."], f"{where}: {why}", []
+    ok = {s: f for s, f in fit.items() if f["status"] in ("ok", "flat")}
+    if not ok:
+        why = (f"no seed has a linear phase of {MIN_FIT_ROUNDS + 1} rounds or more (each falls to its "
+               f"floor within fewer rounds): record the rounds more finely")
+        return OPEN, row, notes + [f"- {where}: undecided: {why}."], f"{where}: {why}", []
+    slope = pd.Series({s: f["slope"] for s, f in ok.items()}, dtype=float)
+    decrease = pd.Series({s: f["decrease"] for s, f in ok.items()}, dtype=float)
+    linear = pd.Series({s: f["linearity"] for s, f in ok.items()}, dtype=float)
+    t_dec = S.judged(decrease, S.Claim("decrease", low=p["min_decrease"]), where, log=True)
+    t_lin = S.judged(linear, S.Claim("late/early slope", low=p["linearity"]), where)
+    iv = S.interval(slope, log=True)
+    e, lo, hi = iv.shown()
+    row.update({"contraction/round": e, "contraction interval": f"[{lo:.4g}, {hi:.4g}]",
+                "decrease": float(np.exp(decrease.mean())) if len(decrease) else np.nan,
+                "late/early slope": float(linear.mean()) if linear.notna().any() else np.nan,
+                "R^2 (median)": float(np.nanmedian([f["r2"] for f in ok.values()])) if any(
+                    np.isfinite(f["r2"]) for f in ok.values()) else np.nan,
+                "escape round (median)": _median_round([f["t0"] for f in ok.values()]),
+                "fit ends (median)": _median_round([f["t1"] for f in ok.values()])})
+    outcomes = {t_dec.outcome, t_lin.outcome}
+    if FAIL in outcomes:
+        outcome = FAIL
+    elif outcomes == {OK}:
+        outcome = OK
+    else:
+        outcome = OPEN
+    decide = None
+    rate = float(np.exp(slope.mean())) if len(slope) else np.nan
+    if outcome != OK and t_dec.outcome != OK and t_lin.outcome != FAIL and 0 < rate < 1 \
+            and still_decreasing(med, rate) and len(kept) >= S.MIN_SEEDS:
+        T = rounds_to_decide(rate, p["min_decrease"])
+        last = int(med.dropna().index[-1])
+        outcome = OPEN
+        why = (f"still decreasing at its last round, by {float(np.exp(decrease.mean())):.3g}x so far over "
+               f"its linear phase; about {T} rounds would decide it (at the mean contraction "
+               f"{rate:.4g} per round, a curve needs {T} rounds to show a {p['min_decrease']:g}x "
+               f"decrease between its escape and its floor; {last} were run)" if T else
+               "still decreasing at its last round, too slowly to say how many rounds would decide it")
+        decide = f"{where}: {why}"
+        notes.append(f"- {where}: undecided: {why}.")
+    elif outcome == OPEN:
+        why = "; ".join(t.why for t in (t_dec, t_lin) if t.why)
+        decide = why or f"{where}: more seeds"
+        notes.append(f"- {where}: undecided: {decide}.")
+    return outcome, row, notes, decide, [t_dec, t_lin]
+
+
+def _median_round(values) -> str:
+    v = [x for x in values if np.isfinite(x)]
+    return f"{float(np.median(v)):g}" if v else "-"
 
 
 class LinearRate(Rule):
     name = "linear_rate"
-    summary = "per K, a log-linear phase with contraction < 1, R^2 >= r2 and a decrease >= min_decrease"
+    summary = ("per K, each seed's log-linear phase (after its escape, before its floor): across "
+               "seeds a decrease >= min_decrease and a slope that does not flatten")
     params_schema = {"type": "object", "additionalProperties": False, "properties": {
         "algorithm": {"type": "string", "default": "rfedags"},
         "participation": {"enum": ["every", "any"], "default": "every"},
-        "r2": {"type": "number", "minimum": 0, "maximum": 1, "default": 0.9},
-        "min_decrease": {"type": "number", "exclusiveMinimum": 1, "default": 2.0}}}
+        "min_decrease": {"type": "number", "exclusiveMinimum": 1, "default": 2.0},
+        "linearity": {"type": "number", "exclusiveMinimum": 0, "maximum": 1, "default": 0.5,
+                      "description": "the least ratio of the late half's log-slope to the early "
+                                     "half's (1: geometric; 1/t curves give about 0.3)"}}}
 
     def describe(self, p: dict) -> str:
         who = "every agent" if p["participation"] == "every" else "under the experiment's participation"
-        return (f"per experiment and K ({p['algorithm']}, {who}), a log-linear fit over the "
-                f"rounds in which the median curve makes 90% of its total log-decrease has "
-                f"contraction < 1 and R^2 >= {p['r2']:g}, and the excess risk falls at least "
-                f"{p['min_decrease']:g}x over those rounds; reproduced if for every K. A curve that "
-                f"diverges (a diverged seed counts as +inf from then on) fails; one with fewer than "
-                f"3 recorded rounds, or still decreasing without the full decrease yet, is undecided")
+        return (f"per experiment and K ({p['algorithm']}, {who}), each seed's log excess risk is fitted "
+                f"by a line from its escape from the initial plateau (the first round after which it "
+                f"stays below 10% of its log-decrease to its plateau) to the round it has made 90% of "
+                f"it (before the noise floor); across seeds (95% Student-t intervals, at least "
+                f"{S.MIN_SEEDS} seeds) the fitted decrease over that phase is at least "
+                f"{p['min_decrease']:g}x and the late half's slope at least {p['linearity']:g} times "
+                f"the early half's (a geometric curve: 1). Reproduced if for every K; fails if an "
+                f"interval lies wholly on the wrong side, or half the seeds or more diverge; "
+                f"undecided otherwise, or with too few rounds, or still decreasing")
 
     def judge(self, ev: Evidence, p: dict) -> Judgement:
-        rows, cases, notes, decide = [], [], [], []
+        rows, cases, notes, decide, tests = [], [], [], [], []
         names = ev.names()
         for e in names:
             for K, runs in ev.by_k(e, p["algorithm"], p["participation"]).items():
-                curve = median_curve(runs)
-                fit = linear_phase(curve)
-                outcome, why = case(fit, curve, p["r2"], p["min_decrease"])
-                cases.append(outcome)
                 where = (f"`{e}`, " if len(names) > 1 else "") + f"K = {K}"
-                notes += [n for n in (seed_note(K, runs),) if n]
-                if why:
-                    notes.append(f"- {where}: {'fails' if outcome == FAIL else 'undecided'}: {why}.")
-                    if outcome == OPEN:
-                        decide.append(f"{where}: {why}")
-                rows.append({**({"experiment": e} if len(names) > 1 else {}), "K": str(K),
-                             "F(x_1)-F*": fit["start"], "contraction/round": fit["rate"],
-                             "R^2 (log-linear)": fit["r2"],
-                             "rounds fitted": str(fit["rounds"]) if fit["status"] == "ok" else "-",
-                             "decrease": fit["decrease"], "level reached": fit["plateau"]})
+                outcome, row, n, d, t = judge_k(runs, p, where)
+                cases.append(outcome)
+                notes += n
+                tests += t
+                if d and outcome == OPEN:
+                    decide.append(d)
+                rows.append({**({"experiment": e} if len(names) > 1 else {}), "K": str(K), **row})
         verdict = combine(cases)
-        return Judgement(verdict, rows, notes, "; ".join(decide) if decide and verdict in (UNDECIDED, PARTLY) else None)
+        return Judgement(verdict, rows, notes,
+                         "; ".join(decide) if decide and verdict in (UNDECIDED, PARTLY) else None,
+                         S.margin_line(tests))
