@@ -3,10 +3,11 @@ range (RFedAGS paper Section 5.1: "the communication cost between the server and
 reduced as the growth of K in a reasonable range").
 
 Levels, per seed and pair of K (the two runs share their starting point): ``levels`` points
-spread evenly on the log scale strictly between the metric at round 0 and the higher of the two
-runs' levels reached (median over the last 10% of rounds), so both runs reach every one. Cost of a run at
-a level: the floats communicated (run-table column ``cost``, cumulative) until the first round
-with the metric at or below the level (never: +inf). Statistic, per seed and per pair of
+spread evenly on the log scale between the start and the higher of the two runs' plateaus, so
+both runs reach every one (``curves.race_levels``). Cost of a run at a level: the ``cost``
+column (floats communicated, cumulative) at the first round with the metric at or below it
+(``curves.rounds_to_levels``; a level never reached counts the cost of the whole run, a lower
+bound). Statistic, per seed and per pair of
 consecutive K: the mean over the levels of log(cost at the larger K / cost at the smaller),
 paired by seed; interval across seeds. The claim is judged on the first step (the smallest K
 to the next): holds when the interval lies below 1; the steps after it are shown, so the range
@@ -15,43 +16,33 @@ where the cost falls can be read.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from .. import stats as S
+from ..curves import race_levels, rounds_to_levels
 from ..rule import Evidence, Judgement, Rule
 from ._shared import ALGORITHM, METRIC, PARTICIPATION, judgement
 
 
-def seed_levels(a, b, metric: str, n: int) -> list[float]:
-    """``n`` levels evenly spaced in log strictly between the round-0 value of run ``a`` and
-    the higher of the two runs' levels reached (``stats.tail_level``); empty if that start is
-    not above that level."""
-    top = float(S.curve_of(a, metric).dropna().iloc[0])
-    low = max(S.tail_level(a, metric), S.tail_level(b, metric))
-    if not (np.isfinite(top) and np.isfinite(low) and top > low > 0):
-        return []
-    return list(np.exp(np.linspace(math.log(top), math.log(low), n + 2)[1:-1]))
-
-
-def cost_to(table, level: float, metric: str, cost: str) -> float:
-    """The run's ``cost`` column at the first round with ``metric`` at or below ``level``
-    (+inf if none)."""
-    c = S.curve_of(table, metric)
-    hit = np.nonzero(c.values <= level)[0]
-    if not len(hit):
-        return np.inf
-    return float(table.set_index("round")[cost].loc[c.index[hit[0]]])
+def cost_at(table, rounds, cost: str) -> np.ndarray:
+    """The cumulative ``cost`` column at each of ``rounds`` (beyond the last round: its value
+    there, a lower bound)."""
+    col = table.set_index("round")[cost].astype(float)
+    return np.array([float(col.loc[min(r, col.index[-1])]) for r in rounds])
 
 
 def mean_log_cost_ratio(metric: str, cost: str, n: int):
-    """The paired statistic: over the seed's ``seed_levels``, the mean of log(cost of a / cost
-    of b) (NaN without a level: a start already at the level reached)."""
+    """The paired statistic: over the two runs' ``curves.race_levels``, the mean of log(cost of
+    a / cost of b) at the first round each reaches the level (NaN without a level)."""
     def f(a, b):
-        r = [math.log(cost_to(a, lv, metric, cost)) - math.log(cost_to(b, lv, metric, cost))
-             for lv in seed_levels(a, b, metric, n)]
-        return float(np.mean(r)) if r else np.nan
+        ca, cb = S.curve_of(a, metric), S.curve_of(b, metric)
+        levels = race_levels(ca, cb, n)
+        if not len(levels):
+            return np.nan
+        xa = cost_at(a, rounds_to_levels(ca, levels)[0], cost)
+        xb = cost_at(b, rounds_to_levels(cb, levels)[0], cost)
+        ok = (xa > 0) & (xb > 0)
+        return float(np.mean(np.log(xa[ok]) - np.log(xb[ok]))) if ok.any() else np.nan
     return f
 
 
@@ -67,7 +58,7 @@ class CostFallsWithK(Rule):
     def describe(self, p: dict) -> str:
         return (f"per experiment ({p['algorithm']}), for the smallest K and the next: per seed, "
                 f"{p['levels']} levels evenly spaced in log between the {p['metric']} at round 0 and the "
-                f"higher of the two runs' levels reached (median over the last 10% of rounds), the "
+                f"higher of the two runs' plateaus (median over the last 10% of rounds), the "
                 f"{p['cost']} spent until each run first reaches each level, and the mean over the "
                 f"levels of log(cost ratio), paired by seed: holds "
                 f"when its interval across seeds lies below 1 (the cost falls), fails when wholly "
