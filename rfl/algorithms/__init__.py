@@ -12,6 +12,7 @@ from .fedrr import FedRR
 from .rfedags import RFedAGS
 from .rfedags_rr import RFedAGSRR
 from .rfedavg import RFedAvg
+from .rfedprox import RFedProx
 from .rfedproj import RFedProj
 from .rfedsvrg import RFedSVRG
 from .rlbfgs import RLBFGS
@@ -22,6 +23,6 @@ from .stepsize import STEP_RULES, Decaying, Fixed, make_step_size
 from .zorfedproj import ZORFedProj
 
 __all__ = ["AgentSampler", "CentralizedSolver", "Counters", "Decaying", "FedAvg", "FedRR", "FederatedStrategy",
-           "Fixed", "RCG", "RLBFGS", "RSD", "RFedAGS", "RFedAGSRR", "RFedAvg", "RFedProj", "RFedSVRG", "RoundResult",
+           "Fixed", "RCG", "RLBFGS", "RSD", "RFedAGS", "RFedAGSRR", "RFedAvg", "RFedProj", "RFedProx", "RFedSVRG", "RoundResult",
            "SCAFFLSA", "Scaffold", "STEP_RULES", "ZORFedProj", "make_step_size"]
 

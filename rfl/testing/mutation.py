@@ -40,7 +40,7 @@ TESTS = {
                    "test_batching.py", "test_guards.py", "test_sampling.py", "test_participation.py",
                    "test_full_batch_products.py", "test_lsa.py", "test_scaffold_fedrr.py", "test_zorfedproj.py",
                    "test_rfedsvrg_authors.py", "test_bernoulli_mean.py", "test_participation_biased.py",
-                   "test_common_random_numbers.py"],
+                   "test_common_random_numbers.py", "test_rfedprox.py"],
     "problems": ["test_problem_contract.py", "test_cpesph.py", "test_cfmspd.py", "test_mbcfsti.py",
                  "test_kpca.py", "test_multitask*.py", "test_lsa.py", "test_lsa_stationary.py", "test_school.py",
                  "test_batching.py", "test_hsp.py", "test_lrmc.py", "test_pca_sphere.py", "test_pca_stiefel.py",
@@ -53,7 +53,8 @@ TESTS = {
                   "test_claim_rules_newer.py",
                   "test_partial_explanations.py", "test_heterogeneity_report.py",
                   "test_report_sections.py", "test_figure_data.py", "test_performance_rows.py",
-                  "test_lsa_report.py"],
+                  "test_lsa_report.py", "test_check_report.py"],
+    "flower": ["test_flower_faults.py", "test_flower.py"],
 }
 #: tests left out: those that start ``rfl`` or ``snakemake`` as subprocesses (they import the
 #: installed rfl, not the mutant, and their timing-dependent checks fail in mutmut's copy)

@@ -343,6 +343,29 @@ def rfedavg_loop(problem, x1, step_size, K, rounds, sampler, ops=None):
     return xs
 
 
+@reference_loop("rfedprox")
+def rfedprox_loop(problem, x1, step_size, K, rounds, sampler, ops=None, mu=0.1):
+    """Riemannian FedProx: each agent's local step follows grad f_j(y) - mu Log_y(x_t), the
+    Riemannian gradient of f_j(y) + (mu/2) d(y, x_t)^2 (Log: the tangent-mean lift), then
+    RFedAvg's tangent mean; one agent and one point at a time."""
+    ops = ops or single_point_ops(problem.manifold)
+    xs = [x1]
+    x_t = x1
+    for t in range(rounds):
+        agents = sampler.participants()
+        alpha = step_size(t)
+        x = {j: x_t.copy() for j in agents}
+        for k in range(K):
+            batches = own_batches(sampler, agents)
+            for row, j in enumerate(agents):
+                v = _agent_grad(problem, ops, x[j], j, batches[row]) - mu * ops.tangent_log(x[j], x_t)
+                x[j] = ops.retraction(x[j], -alpha * v)
+        w = sampler.weights(problem.local_sizes, agents)
+        x_t = ops.tangent_exp(x_t, sum(w[row] * ops.tangent_log(x_t, x[j]) for row, j in enumerate(agents)))
+        xs.append(x_t)
+    return xs
+
+
 @reference_loop("rfedsvrg")
 def rfedsvrg_loop(problem, x1, step_size, K, rounds, sampler, ops=None, correction="all_agents"):
     """Li & Ma Algorithm 1. ``correction``: "all_agents" (grad f(x_t) = sum_i p_i grad f_i(x_t)
