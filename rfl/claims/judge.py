@@ -39,6 +39,7 @@ def judge_claim(spec: dict, cid: str, claim: dict, setting: tuple | None = None,
     with ``setting`` (of a sweep, ``rfl.sweeps``), on the runs of that setting only (and those
     without a sweep), the setting in words as ``setting``; ``groups``: runs already read
     (``Evidence``)."""
+    from rfl.settings import describe_settings, deviation_records
     from rfl.size import describe_size
     from rfl.sweeps import setting_label
 
@@ -74,6 +75,8 @@ def judge_claim(spec: dict, cid: str, claim: dict, setting: tuple | None = None,
             "verdict": judgement.verdict, "rows": judgement.rows, "notes": judgement.notes,
             "decide": judgement.decide,
             "size": describe_size(spec["config"], evidence.names()),
+            "settings": describe_settings(spec["config"], evidence.names()),
+            "setting_deviations": deviation_records(spec["config"], evidence.names()),
             **({"setting": setting_label(setting)} if setting else {})}
 
 
@@ -145,6 +148,7 @@ def claim_lines(result: dict) -> list[str]:
     if result["decide"]:
         lines += [f"What would decide it: {result['decide']}.", ""]
     lines += [f"Size: {result['size']}.", ""]
+    lines += [f"Settings: {result['settings']}.", ""] if "settings" in result else []
     return lines
 
 
@@ -162,10 +166,11 @@ def sections(results: list[dict]) -> list[str]:
 
 def summary(results: list[dict]) -> list[str]:
     """The summary table: one row per claim with a verdict (measurements are left out)."""
-    lines = ["| where | claim | verdict | size |", "|---|---|---|---|"]
+    lines = ["| where | claim | verdict | size | settings |", "|---|---|---|---|---|"]
     for r in results:
         if r["verdict"] is not None:
             where = r["section"] + (f" ({r['ref']})" if r["ref"] else "")
             claim = r["statement"] + (f" [setting {r['setting']}]" if r.get("setting") else "")
-            lines.append(f"| {_md(where)} | {_md(claim)} | {r['verdict']} | {_md(r['size'])} |")
+            lines.append(f"| {_md(where)} | {_md(claim)} | {r['verdict']} | {_md(r['size'])} "
+                         f"| {_md(r.get('settings', ''))} |")
     return lines + [""]
