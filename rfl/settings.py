@@ -164,6 +164,11 @@ def errors(config: dict) -> list[str]:
                  f"{', '.join(allowed)}" for k in bad]
         if bad:
             continue
+        bad = [(k, path) for k, v in settings.items() for path in _non_finite(v["value"], ["value"])]
+        msgs += [f"{where}.settings.{k}.{'.'.join(map(str, path))}: not a finite number; allowed: a "
+                 f"finite number" for k, path in bad]
+        if bad:
+            continue
         reasons = src.get("reasons") or {}
         off = {key for key, *_ in deviations(config, name)}
         for key, actual, value, reason in deviations(config, name):
@@ -178,6 +183,18 @@ def errors(config: dict) -> list[str]:
                             f"allowed: reasons for the settings that deviate "
                             f"({', '.join(sorted(off)) or 'none'})")
     return msgs
+
+
+def _non_finite(v, path: list) -> list[list]:
+    """The paths of the NaN and infinite numbers in a declared value (the schema leaves values
+    free, so ``rfl.schema``'s finite numbers do not reach them)."""
+    if isinstance(v, float) and not math.isfinite(v):
+        return [path]
+    if isinstance(v, dict):
+        return [p for k, x in v.items() for p in _non_finite(x, path + [k])]
+    if isinstance(v, list):
+        return [p for i, x in enumerate(v) for p in _non_finite(x, path + [i])]
+    return []
 
 
 def _text(v) -> str:
