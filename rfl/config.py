@@ -686,6 +686,10 @@ def _claim_errors(config: dict) -> list[str]:
             if f not in figs:
                 msgs.append(f"config key {_key(where + ['figures', i])}: {f!r} is not a figure of "
                             f"this config; allowed: {', '.join(figs)}")
+        for label, other in (claim.get("readings") or {}).get("claims", {}).items():
+            if other not in config["claims"]:
+                msgs.append(f"config key {_key(where + ['readings', 'claims', label])}: {other!r} is "
+                            f"not a claim of this config; allowed: {', '.join(config['claims'])}")
     return msgs
 
 
@@ -769,7 +773,9 @@ def validate(config: dict, schema_path: str | Path = SCHEMA_PATH) -> dict:
         fig.setdefault("x", ["round"])
         fig.setdefault("metrics", ["excess_risk"])
         fig.setdefault("report_category", "Figures")
-    return config
+    from rfl.settings import expand_readings
+
+    return expand_readings(config)          # the variants of an ambiguous source's readings
 
 
 def load(path: str | Path) -> dict:

@@ -142,9 +142,89 @@ def deviations(config: dict, experiment: str) -> list[tuple[str, object, object,
     out = []
     for key, declared in (src.get("settings") or {}).items():
         actual = effective(config, experiment, key)
-        if not _same_setting(actual, declared["value"]):
-            out.append((key, actual, declared["value"], reasons.get(key)))
+        if _same_setting(actual, declared["value"]) or _reading(declared, actual) is not None:
+            continue                                   # the source's value, or one of its readings
+        out.append((key, actual, declared["value"], reasons.get(key)))
     return out
+
+
+# ---- readings of an ambiguous source --------------------------------------------------------
+#: the settings whose readings can run as variants of an experiment (``apply``)
+READABLE = ("step", "retraction", "transport")
+
+
+def _reading(declared: dict, actual) -> int | None:
+    """The index of ``actual`` among the declared setting's ``readings`` (None if it is none)."""
+    return next((i for i, r in enumerate(declared.get("readings") or []) if _same_setting(actual, r)), None)
+
+
+def apply(exp: dict, key: str, value) -> dict:
+    """A copy of experiment ``exp`` that runs ``value`` for the setting ``key`` (READABLE, or
+    ``<algorithm>.<option>``: set on every method of that algorithm)."""
+    import copy
+
+    out = copy.deepcopy(exp)
+    if key == "step":
+        out["step"] = copy.deepcopy(value)
+    elif key in ("retraction", "transport"):
+        out.setdefault("geometry", {})[key] = value
+    else:
+        algorithm, _, option = key.partition(".")
+        for m in out["methods"]:
+            if m["algorithm"] == algorithm:
+                m[option] = copy.deepcopy(value)
+    return out
+
+
+def variant_name(experiment: str, index: int) -> str:
+    """The experiment that runs reading ``index`` (from 0) of an ambiguous setting."""
+    return f"{experiment}_reading{index}"
+
+
+def expand_readings(config: dict) -> dict:
+    """``config`` with, for every experiment whose source declares ``readings`` for a setting,
+    one variant experiment per reading it does not run (``variant_name``, right after it): the
+    same experiment with that reading (``apply``), marked ``reading_of: {experiment, setting}``.
+    Figures, tables and claims name the experiment itself; the report judges each claim again
+    on the variants (``rfl.claims.judge``). Idempotent."""
+    out = {}
+    for name, exp in config["experiments"].items():
+        out[name] = exp
+        if exp.get("reading_of"):
+            continue
+        for key, declared in ((exp.get("source") or {}).get("settings") or {}).items():
+            runs = _reading(declared, effective(config, name, key))
+            for i, value in enumerate(declared.get("readings") or []):
+                if i != runs and variant_name(name, i) not in config["experiments"]:
+                    variant = apply(exp, key, value)
+                    variant["reading_of"] = {"experiment": name, "setting": key}
+                    out[variant_name(name, i)] = variant
+    config["experiments"] = out
+    return config
+
+
+def readings(config: dict, experiment: str) -> list[tuple[str, str, str]]:
+    """(setting, the reading in words, the experiment that runs it) for every reading of every
+    ambiguous setting of ``experiment``, the one it runs itself included; empty without one."""
+    exp = config["experiments"][experiment]
+    out = []
+    for key, declared in ((exp.get("source") or {}).get("settings") or {}).items():
+        if not declared.get("readings"):
+            continue
+        runs = _reading(declared, effective(config, experiment, key))
+        for i, value in enumerate(declared["readings"]):
+            where = experiment if i == runs else variant_name(experiment, i)
+            if where in config["experiments"]:
+                out.append((key, _reading_text(key, value, declared["readings"]), where))
+    return out
+
+
+def _reading_text(key: str, value, all_readings: list) -> str:
+    """A reading in words by what tells it from the others: "step beta 10"."""
+    if isinstance(value, dict) and all(isinstance(r, dict) for r in all_readings):
+        fields = [k for k in value if any(not _same(value.get(k), r.get(k)) for r in all_readings)]
+        return f"{key} " + ", ".join(f"{k} {_text(value[k])}" for k in fields)
+    return f"{key} {_text(value)}"
 
 
 def errors(config: dict) -> list[str]:
@@ -169,6 +249,13 @@ def errors(config: dict) -> list[str]:
                  f"finite number" for k, path in bad]
         if bad:
             continue
+        for key, declared in settings.items():
+            r = declared.get("readings")
+            readable = key in READABLE or ("." in key and not key.endswith(".participation"))
+            if r is not None and (not readable or len(r) < 2
+                                  or any(_same(a, b) for i, a in enumerate(r) for b in r[i + 1:])):
+                msgs.append(f"{where}.settings.{key}.readings: {_text(r)}; allowed: two or more distinct "
+                            f"values, on {', '.join(READABLE)} or an <algorithm>.<option>")
         reasons = src.get("reasons") or {}
         off = {key for key, *_ in deviations(config, name)}
         for key, actual, value, reason in deviations(config, name):
@@ -227,9 +314,12 @@ def describe_experiment(config: dict, experiment: str) -> str:
     if not src:
         return UNDECLARED
     devs = deviations(config, experiment)
-    if not devs:
+    read = [f"{_reading_text(key, effective(config, experiment, key), d['readings'])} (one of the "
+            f"source's readings: {', '.join(_reading_text(key, r, d['readings'])[len(key) + 1:] for r in d['readings'])})"
+            for key, d in (src.get("settings") or {}).items() if d.get("readings")]
+    if not devs and not read:
         return f"{AT_SOURCE} (source: {src['ref']})"
-    return "; ".join(words(*d) for d in devs) + f" (source: {src['ref']})"
+    return "; ".join([words(*d) for d in devs] + read) + f" (source: {src['ref']})"
 
 
 def describe_settings(config: dict, experiments) -> str:

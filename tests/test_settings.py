@@ -179,3 +179,100 @@ def test_the_report_prints_the_deviations_on_the_claim_and_in_the_summary():
     assert lines[lines.index("Size: at the paper's size.") + 2] == \
         "Settings: step alpha 0.3 (source 0.04; reason: r) (source: s)."
     assert summary([r])[2].endswith("| at the paper's size | step alpha 0.3 (source 0.04; reason: r) (source: s) |")
+
+
+# ---- readings of an ambiguous source ----------------------------------------------------------
+def _ambiguous() -> dict:
+    """``one`` whose source's step is garbled: 0.04 or 0.4 (it runs 0.04)."""
+    cfg = _config()
+    step = cfg["experiments"]["one"]["source"]["settings"]["step"]
+    step["readings"] = [{"rule": "fixed", "alpha": 0.04}, {"rule": "fixed", "alpha": 0.4}]
+    return cfg
+
+
+def test_readings_add_one_variant_per_reading_not_run_and_are_no_deviation():
+    from rfl.settings import readings
+
+    cfg = rflconfig.validate(_ambiguous())
+    assert list(cfg["experiments"]) == ["one", "one_reading1", "four"]      # right after it
+    variant = cfg["experiments"]["one_reading1"]
+    assert variant["step"] == {"rule": "fixed", "alpha": 0.4}
+    assert variant["reading_of"] == {"experiment": "one", "setting": "step"}
+    assert {k: v for k, v in variant.items() if k not in ("step", "reading_of")} == \
+        {k: v for k, v in cfg["experiments"]["one"].items() if k != "step"}
+    assert deviations(cfg, "one") == deviations(cfg, "one_reading1") == []
+    assert readings(cfg, "one") == [("step", "step alpha 0.04", "one"), ("step", "step alpha 0.4", "one_reading1")]
+    assert rflconfig.validate(cfg)["experiments"].keys() == cfg["experiments"].keys()   # idempotent
+    assert describe_settings(cfg, ["one"]) == \
+        f"step alpha 0.04 (one of the source's readings: alpha 0.04, alpha 0.4) (source: {REF})"
+    # a value outside the readings is a deviation again
+    raw = _ambiguous()
+    raw["experiments"]["one"]["step"]["alpha"] = 0.3
+    with pytest.raises(rflconfig.ConfigError, match=r"experiments\.one\.source\.settings\.step: the experiment runs alpha 0\.3"):
+        rflconfig.validate(raw)
+
+
+def test_readings_need_two_distinct_values_on_a_setting_a_variant_can_run():
+    cfg = _ambiguous()
+    cfg["experiments"]["one"]["source"]["settings"]["step"]["readings"] = [{"rule": "fixed", "alpha": 0.04}] * 2
+    with pytest.raises(rflconfig.ConfigError, match=r"experiments\.one\.source\.settings\.step\.readings: .*allowed: two or more distinct"):
+        rflconfig.validate(cfg)
+    cfg = _config()
+    cfg["experiments"]["one"]["source"]["settings"]["rfedags.participation"]["readings"] = ["bernoulli_estimated", "full"]
+    with pytest.raises(rflconfig.ConfigError, match=r"rfedags\.participation\.readings: .*allowed"):
+        rflconfig.validate(cfg)
+
+
+def test_the_report_judges_a_claim_on_every_reading_and_says_whether_its_verdict_depends(monkeypatch):
+    """A claim on ``one`` judged on its own runs and again on ``one_reading1``'s (a stand-in
+    rule: reproduced when the experiment's last excess risk is below 1e-3)."""
+    import rfl.claims.judge as judge_module
+    from rfl.claims.judge import readings_of
+
+    cfg = rflconfig.validate(_ambiguous())
+    cfg["claims"] = {"c": {"section": "S", "statement": "ends low", "rule": "r", "experiments": ["one"]}}
+    last = {"one": 1e-4, "one_reading1": 1e-2}
+
+    def judge(spec, cid, claim, setting=None, groups=None):
+        e = claim["experiments"][0]
+        return {"id": cid, "experiments": [e], "verdict": "reproduced" if last[e] < 1e-3 else "not reproduced"}
+
+    monkeypatch.setattr(judge_module, "judge_claim", judge)
+    spec = {"config": cfg, "runs": {}}
+    result = judge(spec, "c", cfg["claims"]["c"])
+    found = readings_of(spec, result, [result])
+    assert found["verdicts"] == [{"reading": "step alpha 0.04", "verdict": "reproduced", "where": "one"},
+                                 {"reading": "step alpha 0.4", "verdict": "not reproduced", "where": "one_reading1"}]
+    assert found["depends"] is True and REF in found["what"]
+    last["one_reading1"] = 1e-5
+    assert readings_of(spec, result, [result])["depends"] is False
+    r = {"id": "c", "section": "S", "ref": "", "statement": "ends low", "context": "", "rule": "r", "params": {},
+         "rule_text": "t", "experiments": ["one"], "figures": [], "verdict": "reproduced", "rows": [], "notes": [],
+         "decide": None, "size": "s", "readings": found}
+    line = next(ln for ln in claim_lines(r) if ln.startswith("Readings of the source"))
+    assert line.endswith("step alpha 0.04 (one): reproduced; step alpha 0.4 (one_reading1): not reproduced. "
+                         "Verdict depends on the reading: yes.")
+    assert readings_of(spec, {**result, "verdict": None}, [result]) is None        # a measurement
+
+
+def test_claims_declared_as_readings_of_one_statement_report_their_verdicts():
+    from rfl.claims.judge import readings_of
+
+    cfg = rflconfig.validate(_config())
+    group = {"what": "the protocol", "claims": {"heldout": "a", "refit": "b"}}
+    cfg["claims"] = {k: {"section": "S", "statement": k, "rule": "r", "experiments": ["one"], "readings": group}
+                     for k in ("a", "b")}
+    spec = {"config": cfg, "runs": {}}
+    results = [{"id": "a", "experiments": ["one"], "verdict": "reproduced"},
+               {"id": "b", "experiments": ["one"], "verdict": "not reproduced"}]
+    found = readings_of(spec, results[0], results)
+    assert found == {"what": "the protocol", "depends": True,
+                     "verdicts": [{"reading": "heldout", "verdict": "reproduced", "where": "a"},
+                                  {"reading": "refit", "verdict": "not reproduced", "where": "b"}]}
+    results[1]["verdict"] = "reproduced"
+    assert readings_of(spec, results[1], results)["depends"] is False
+    for c in cfg["claims"].values():
+        c["rule"] = "final_values"                       # a registered rule, for validate
+    cfg["claims"]["a"]["readings"] = {"what": "x", "claims": {"one": "a", "other": "nope"}}
+    with pytest.raises(rflconfig.ConfigError, match=r"claims\.a\.readings\.claims\.other: 'nope' is not a claim"):
+        rflconfig.validate(cfg)
