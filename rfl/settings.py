@@ -244,7 +244,8 @@ def errors(config: dict) -> list[str]:
                  f"{', '.join(allowed)}" for k in bad]
         if bad:
             continue
-        bad = [(k, path) for k, v in settings.items() for path in _non_finite(v["value"], ["value"])]
+        bad = [(k, path) for k, v in settings.items()
+               for path in _non_finite(v["value"], ["value"]) + _non_finite(v.get("readings"), ["readings"])]
         msgs += [f"{where}.settings.{k}.{'.'.join(map(str, path))}: not a finite number; allowed: a "
                  f"finite number" for k, path in bad]
         if bad:
