@@ -127,3 +127,14 @@ def test_lrmc_runs_the_stated_geometry_and_participation(readme, cfg):
     e = "lrmc_grass_syn"
     assert (effective(cfg, e, "retraction"), effective(cfg, e, "transport")) == ("cayley", "cayley")
     assert _schemes(cfg, e, "rfedags") == {"bernoulli_estimated", "full"}
+
+
+def test_cpesph_decaying_runs_the_stated_reading_of_tables_beta_and_the_other_beside_it(readme, cfg):
+    m = _stated(readme, r"We use beta = ([0-9.]+); the other reading, beta = ([0-9.]+), runs beside it as "
+                        r"`(\w+)` \(its source declares both readings\)")
+    ours, other, variant = m.groups()
+    assert effective(cfg, "cpesph_decaying", "step")["beta"] == float(ours)
+    assert effective(cfg, variant, "step")["beta"] == float(other)
+    assert cfg["experiments"][variant]["reading_of"] == {"experiment": "cpesph_decaying", "setting": "step"}
+    declared = cfg["experiments"]["cpesph_decaying"]["source"]["settings"]["step"]["readings"]
+    assert sorted(r["beta"] for r in declared) == sorted([float(ours), float(other)])
