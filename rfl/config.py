@@ -418,6 +418,14 @@ def _paper_size_errors(exp: dict, where: list, cls, ds: dict) -> list[str]:
     return msgs
 
 
+def _source_errors(config: dict) -> list[str]:
+    """Each experiment's ``source`` (``rfl.settings.errors``): known settings, and a reason for
+    every setting that deviates from the source's, none for one that does not."""
+    from rfl import settings
+
+    return settings.errors(config)
+
+
 def _run_id_errors(exp: dict, where: list) -> list[str]:
     """Two runs of one experiment with one run id would write one file: the second would
     silently replace the first. The run id holds algorithm, K, participation, the swept values
@@ -678,6 +686,10 @@ def _claim_errors(config: dict) -> list[str]:
             if f not in figs:
                 msgs.append(f"config key {_key(where + ['figures', i])}: {f!r} is not a figure of "
                             f"this config; allowed: {', '.join(figs)}")
+        for label, other in (claim.get("readings") or {}).get("claims", {}).items():
+            if other not in config["claims"]:
+                msgs.append(f"config key {_key(where + ['readings', 'claims', label])}: {other!r} is "
+                            f"not a claim of this config; allowed: {', '.join(config['claims'])}")
     return msgs
 
 
@@ -732,7 +744,7 @@ def validate(config: dict, schema_path: str | Path = SCHEMA_PATH) -> dict:
         schema = load_schema(schema_path)
         for check in (_key_errors, lambda c: _schema_errors(c, schema), _component_errors,
                       _path_errors, lambda c: _dataset_errors(c, schema), _experiment_errors,
-                      _figure_and_table_errors, _claim_errors):
+                      _source_errors, _figure_and_table_errors, _claim_errors):
             msgs = check(config)
             if msgs:
                 raise ConfigError("invalid configuration:\n  " + "\n  ".join(msgs))
@@ -761,7 +773,9 @@ def validate(config: dict, schema_path: str | Path = SCHEMA_PATH) -> dict:
         fig.setdefault("x", ["round"])
         fig.setdefault("metrics", ["excess_risk"])
         fig.setdefault("report_category", "Figures")
-    return config
+    from rfl.settings import expand_readings
+
+    return expand_readings(config)          # the variants of an ambiguous source's readings
 
 
 def load(path: str | Path) -> dict:

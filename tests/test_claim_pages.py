@@ -129,6 +129,20 @@ def test_a_claim_shows_ref_rule_size_decide_and_notes():
     assert "What would decide it" not in cp.claim_html(_record())
 
 
+def test_a_claim_shows_its_setting_deviations_and_readings_escaped():
+    rec = _record(settings="step alpha 0.3 (source 0.04; reason: <curves> level off) (source: s.m)",
+                  readings={"what": "Table 1's beta", "depends": True,
+                            "verdicts": [{"reading": "step beta 0.1", "verdict": REPRODUCED, "where": "e"},
+                                         {"reading": "step beta 10", "verdict": UNDECIDED, "where": "e_reading1"}]})
+    page = cp.claim_html(rec)
+    text = " ".join(_Text(page).text)
+    assert "step alpha 0.3 (source 0.04; reason: <curves> level off) (source: s.m)" in text
+    assert "<curves>" not in page                      # escaped
+    assert (f"step beta 0.1 (e): {REPRODUCED}; step beta 10 (e_reading1): {UNDECIDED}. "
+            f"Verdict depends on the reading: yes.") in text
+    assert "Readings of the source" not in " ".join(_Text(cp.claim_html(_record())).text)
+
+
 def test_evidence_table_has_a_header_and_one_row_per_record_with_formatted_cells():
     rows = [{"K": 1, "rate": 0.912345678, "levelled": True, "note": "ok"},
             {"K": 3, "rate": float("nan"), "levelled": False, "extra": "x"}]
@@ -182,7 +196,7 @@ def test_statement_with_bar_and_angle_brackets_is_escaped():
     page = cp.document("t", cp.claim_html(rec))
     p = _Text(page)
     assert not any(t in ("script", "i") for t, _ in p.tags)
-    assert sum(t == "b" for t, _ in p.tags) == 3      # the page's own labels: Rule, What would decide it, Size
+    assert sum(t == "b" for t, _ in p.tags) == 4      # the page's own labels: Rule, What would decide it, Size, Settings
     text = "".join(p.text)
     assert 'error < 1e-3 | K > 1 & "rate" <script>x</script>' in text
     assert "x|y<z>" in p.cells and "a<b" in p.cells

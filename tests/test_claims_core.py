@@ -85,7 +85,7 @@ def test_a_bar_in_a_statement_or_cell_does_not_split_a_cell():
                 rows=[{"K": "1", "a|b": "p|q", "v": 0.5}])
     row = summary([r])[2]
     assert [c.replace("\0", "|") for c in _cells(row)] == ["S (Eq. |2|)", "|x| < 1 holds", REPRODUCED,
-                                                           "-", "at the paper's size"]
+                                                           "-", "at the paper's size", ""]
     lines = claim_lines(r)
     table = [ln for ln in lines if ln.startswith("|")]
     assert [len(_cells(ln)) for ln in table] == [3, 3, 3]
@@ -117,7 +117,7 @@ def test_summary_leaves_out_measurements_and_sections_keep_declaration_order():
     rs = [_result(id="a", section="B", statement="first"), _result(id="b", section="A", statement="m", verdict=None),
           _result(id="c", section="B", statement="second", verdict=NOT), _result(id="d", section="A", statement="third")]
     rows = summary(rs)
-    assert rows[:2] == ["| where | claim | verdict | margin | size |", "|---|---|---|---|---|"]
+    assert rows[:2] == ["| where | claim | verdict | margin | size | settings |", "|---|---|---|---|---|---|"]
     assert [_cells(r)[1] for r in rows[2:-1]] == ["first", "second", "third"]      # no "m"
     heads = [ln for ln in sections(rs) if ln.startswith("#")]
     assert heads == ["## B", "### Claim: first (Thm 1)", "### Claim: second (Thm 1)",
@@ -231,7 +231,7 @@ def test_rfl_reproduction_writes_the_claims_and_claims_json(tmp_path, level_rule
     text = out.read_text()
     lines = text.splitlines()
     i = lines.index("## Summary")
-    assert lines[i + 2] == "| where | claim | verdict | margin | size |"
+    assert lines[i + 2] == "| where | claim | verdict | margin | size | settings |"
     rows = [_cells(ln) for ln in lines[i + 4:i + 8]]
     assert [r[0] for r in rows] == ["Figure 1, CPESph (Theorem 4.3, Figure 1(a))",
                                     "Figure 1, CPESph (Theorem 4.4, Figure 1(d))",

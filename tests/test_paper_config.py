@@ -40,6 +40,16 @@ def test_paper_config_is_valid_and_holds_every_part_of_the_default_config():
         assert paper["experiments"][name].get("paper_size") == exp.get("paper_size")
 
 
+def test_paper_config_declares_the_same_sources_as_the_default_config():
+    """Each experiment stands for the same source with the same settings in both configs (the
+    reasons may differ: a deviation of the default size need not be one at the paper's)."""
+    paper = rflconfig.load(REPO / "config" / "paper.yaml")
+    default = rflconfig.load(REPO / "config" / "config.yaml")
+    for name, exp in default["experiments"].items():
+        mine, theirs = exp.get("source") or {}, paper["experiments"][name].get("source") or {}
+        assert (mine.get("ref"), mine.get("settings")) == (theirs.get("ref"), theirs.get("settings")), name
+
+
 def test_every_experiment_runs_at_its_declared_paper_size_but_the_exceptions():
     paper = rflconfig.load(REPO / "config" / "paper.yaml")
     used = set()

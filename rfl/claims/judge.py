@@ -39,6 +39,7 @@ def judge_claim(spec: dict, cid: str, claim: dict, setting: tuple | None = None,
     with ``setting`` (of a sweep, ``rfl.sweeps``), on the runs of that setting only (and those
     without a sweep), the setting in words as ``setting``; ``groups``: runs already read
     (``Evidence``)."""
+    from rfl.settings import describe_settings, deviation_records
     from rfl.size import describe_size
     from rfl.sweeps import setting_label
 
@@ -75,6 +76,8 @@ def judge_claim(spec: dict, cid: str, claim: dict, setting: tuple | None = None,
             "verdict": judgement.verdict, "rows": judgement.rows, "notes": judgement.notes,
             "decide": judgement.decide, "margin": judgement.margin,
             "size": describe_size(spec["config"], evidence.names()),
+            "settings": describe_settings(spec["config"], evidence.names()),
+            "setting_deviations": deviation_records(spec["config"], evidence.names()),
             **({"setting": setting_label(setting)} if setting else {})}
 
 
@@ -97,13 +100,69 @@ def declared(spec: dict) -> dict:
 
 def judge_all(spec: dict) -> list[dict]:
     """Every claim of ``spec['config']`` judged, in declaration order: a claim on a swept
-    experiment once per setting of the sweep (``Evidence.settings``), in run order."""
+    experiment once per setting of the sweep (``Evidence.settings``), in run order; each with
+    its ``readings`` where a source it stands on is ambiguous (``readings_of``)."""
     out = []
     for cid, claim in declared(spec).items():
         groups: dict = {}                 # the claim's runs, read once for all its settings
         settings = Evidence(spec, claim["experiments"], groups=groups).settings()
         out += [judge_claim(spec, cid, claim, s, groups) for s in settings or [None]]
+    for r in out:
+        found = readings_of(spec, r, out)
+        if found:
+            r["readings"] = found
     return out
+
+
+def _substituted(experiments, old: str, new: str):
+    """A claim's ``experiments`` (a list, or roles -> a name or a list) with ``old`` as ``new``."""
+    swap = lambda v: [new if x == old else x for x in v] if isinstance(v, list) else (new if v == old else v)  # noqa: E731
+    return {k: swap(v) for k, v in experiments.items()} if isinstance(experiments, dict) else swap(experiments)
+
+
+def readings_of(spec: dict, result: dict, results: list[dict]) -> dict | None:
+    """The verdicts of a judged claim under each reading of an ambiguous source, or None:
+    where an experiment it reads declares ``readings`` for a setting (``rfl.settings``), the
+    claim judged again on each variant experiment; where the claim declares ``readings`` (claims
+    judging the same statement under each reading), their verdicts. {what, verdicts: [{reading,
+    verdict, where}], depends: whether the verdicts differ}."""
+    from rfl.settings import readings
+
+    config = spec["config"]
+    claim = declared(spec)[result["id"]]
+    if result["verdict"] is None:                      # a measurement: nothing to compare
+        return None
+    if claim.get("readings"):
+        first = {}
+        for r in results:
+            first.setdefault((r["id"], r.get("setting")), r)
+        verdicts = [{"reading": label, "verdict": first[(other, result.get("setting"))]["verdict"], "where": other}
+                    for label, other in claim["readings"]["claims"].items()
+                    if (other, result.get("setting")) in first]
+        return {"what": claim["readings"]["what"], "verdicts": verdicts,
+                "depends": len({v["verdict"] for v in verdicts}) > 1}
+    for name in result["experiments"]:
+        found = readings(config, name)
+        if len(found) < 2:
+            continue
+        setting = next(s for s in Evidence(spec, claim["experiments"]).settings() or [None]
+                       if (s and setting_text(s)) == result.get("setting")) if result.get("setting") else None
+        verdicts = []
+        for key, text, where in found:
+            verdict = result["verdict"] if where == name else judge_claim(
+                spec, result["id"], {**claim, "experiments": _substituted(claim["experiments"], name, where)},
+                setting)["verdict"]
+            verdicts.append({"reading": text, "verdict": verdict, "where": where})
+        ref = (config["experiments"][name].get("source") or {}).get("ref", "")
+        return {"what": f"{found[0][0]} of {name}'s source ({ref})", "verdicts": verdicts,
+                "depends": len({v["verdict"] for v in verdicts}) > 1}
+    return None
+
+
+def setting_text(setting) -> str:
+    from rfl.sweeps import setting_label
+
+    return setting_label(setting)
 
 
 def _md(text: str) -> str:
@@ -151,7 +210,13 @@ def claim_lines(result: dict) -> list[str]:
                   f"{result['rule_text']}_", ""]
     if result["decide"]:
         lines += [f"What would decide it: {result['decide']}.", ""]
+    if result.get("readings"):
+        rd = result["readings"]
+        lines += ["Readings of the source (" + rd["what"] + "): "
+                  + "; ".join(f"{v['reading']} ({v['where']}): {v['verdict']}" for v in rd["verdicts"])
+                  + f". Verdict depends on the reading: {'yes' if rd['depends'] else 'no'}.", ""]
     lines += [f"Size: {result['size']}.", ""]
+    lines += [f"Settings: {result['settings']}.", ""] if "settings" in result else []
     return lines
 
 
@@ -169,11 +234,11 @@ def sections(results: list[dict]) -> list[str]:
 
 def summary(results: list[dict]) -> list[str]:
     """The summary table: one row per claim with a verdict (measurements are left out)."""
-    lines = ["| where | claim | verdict | margin | size |", "|---|---|---|---|---|"]
+    lines = ["| where | claim | verdict | margin | size | settings |", "|---|---|---|---|---|---|"]
     for r in results:
         if r["verdict"] is not None:
             where = r["section"] + (f" ({r['ref']})" if r["ref"] else "")
             claim = r["statement"] + (f" [setting {r['setting']}]" if r.get("setting") else "")
             lines.append(f"| {_md(where)} | {_md(claim)} | {r['verdict']} | {_md(r.get('margin') or '-')} "
-                         f"| {_md(r['size'])} |")
+                         f"| {_md(r['size'])} | {_md(r.get('settings', ''))} |")
     return lines + [""]

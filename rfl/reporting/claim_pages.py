@@ -151,7 +151,13 @@ def claim_html(claim: dict) -> str:
     parts.append(f"<p><b>Rule</b> <code>{_e(claim['rule'])}</code>: {_e(claim.get('rule_text', ''))}</p>")
     if claim.get("decide"):
         parts.append(f"<p><b>What would decide it:</b> {_e(claim['decide'])}.</p>")
-    parts.append(f"<p><b>Size:</b> {_e(claim.get('size', ''))}.</p></section>")
+    if claim.get("readings"):
+        rd = claim["readings"]
+        parts.append(f"<p><b>Readings of the source</b> ({_e(rd['what'])}): "
+                     + "; ".join(f"{_e(v['reading'])} ({_e(v['where'])}): {_e(str(v['verdict']))}" for v in rd["verdicts"])
+                     + f". Verdict depends on the reading: {'yes' if rd['depends'] else 'no'}.</p>")
+    parts.append(f"<p><b>Size:</b> {_e(claim.get('size', ''))}.</p>"
+                 f"<p><b>Settings:</b> {_e(claim.get('settings', ''))}.</p></section>")
     return "\n".join(p for p in parts if p)
 
 
