@@ -412,9 +412,11 @@ def test_a_claim_on_a_swept_experiment_is_judged_once_per_setting(tmp_path):
     assert [[row["method"] for row in r["rows"]] for r in results] == [["RFedAGS-K=2", "RFedProj-K=2"]] * 2
     assert results[0]["rows"][1]["excess risk, last"] == pytest.approx(0.5 ** 20)
     lines = [x for x in summary(results) if x.startswith("| S")]
-    assert [ln.split(" | ")[:3] + ln.split(" | ")[-1:] for ln in lines] == [
-        ["| S", "converges [setting server_step=0.5, alpha=1]", "reproduced", "no paper size declared |"],
-        ["| S", "converges [setting server_step=1.5, alpha=1]", "partly reproduced", "no paper size declared |"]]
+    assert [ln.split(" | ")[:3] + ln.split(" | ")[-2:] for ln in lines] == [
+        ["| S", "converges [setting server_step=0.5, alpha=1]", "reproduced", "no paper size declared",
+         "no source settings declared |"],
+        ["| S", "converges [setting server_step=1.5, alpha=1]", "partly reproduced", "no paper size declared",
+         "no source settings declared |"]]
     assert "RFedProj-K=2: last / round 0 1, claim <= 0.01" in lines[1]       # the margin column, per setting
 
 
