@@ -154,3 +154,46 @@ def test_the_config_refuses_what_replicas_cannot_do(change, needle):
     with pytest.raises(rflconfig.ConfigError, match="replicas") as err:
         rflconfig.validate(cfg)
     assert needle in str(err.value)
+
+
+# ---- the replicas as the bias rules' sample (rfl.claims.bias) ---------------------------------
+def replica_table(means, rounds=9, column=None, start=None):
+    """A run table with replicas whose window means of err_1 are ``means`` (err_2..4: 0) and
+    whose replicas' mean column is ``column`` (default: constant at mean(means))."""
+    import pandas as pd
+    from rfl.problems._error_coordinates import COORDINATES
+    col = np.full(rounds + 1, np.mean(means)) if column is None else np.asarray(column, float)
+    t = pd.DataFrame({"round": np.arange(rounds + 1), "dist_to_opt": np.abs(col), "status": "ok",
+                      **{c: (col if c == "err_1" else np.zeros(rounds + 1)) for c in COORDINATES}})
+    err = np.zeros((len(means), len(COORDINATES)))
+    err[:, 0] = means
+    t.attrs["replicas"] = {"count": len(means), "columns": list(COORDINATES), "window_rounds": 5,
+                           "window_start": replicas.window_start(rounds) if start is None else start,
+                           "err_mean": err.tolist()}
+    return t
+
+
+def test_the_bias_estimate_reads_the_replicas_standard_error_not_the_time_series():
+    """Replicas at 1 and 3 (seed 1) and 2, 2 (seed 2): mean 2, se = std([1, 3, 2, 2]) / 2."""
+    from rfl.claims.bias import estimate
+    b = estimate([replica_table([1.0, 3.0]), replica_table([2.0, 2.0])], 0.5)
+    assert b.source == "replicas" and b.replicas == 4 and b.seeds == 2
+    assert b.value == pytest.approx(2.0)
+    assert b.uncertainty == pytest.approx(np.std([1, 3, 2, 2], ddof=1) / 2)
+
+
+def test_the_replicas_estimate_keeps_the_drift_and_the_window():
+    from rfl.claims.bias import estimate
+    col = np.r_[np.zeros(5), np.full(3, 1.0), np.full(2, 3.0)]          # window rows 5..9: halves 1 and 2.2
+    b = estimate([replica_table([2.0, 2.0], column=col)], 0.5)
+    assert b.uncertainty == pytest.approx(abs(np.mean([1.0, 3, 3]) - np.mean([1.0, 1])) / 2)
+    # another window than the replicas': their sample does not apply, the time series does
+    assert estimate([replica_table([2.0, 2.0], start=3)], 0.5).source == "coordinates"
+    assert estimate([replica_table([2.0, 2.0])], 0.3).source == "coordinates"
+
+
+def test_fedavg_bias_expansion_measures_on_the_replicas():
+    from rfl.claims.rules.fedavg_bias_expansion import measure
+    m, se, n, _ = measure([replica_table([1.0, 3.0, 2.0, 2.0])], 0.5)
+    assert m[0] == pytest.approx(2.0) and n == 4
+    assert se == pytest.approx(np.std([1, 3, 2, 2], ddof=1) / 2)
