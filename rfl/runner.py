@@ -290,6 +290,8 @@ def execute_replicas(spec: dict, problem, x0, draws, x_star, F_star) -> pd.DataF
     table = pd.DataFrame(rows, columns=list(COLUMNS) + list(problem.metrics))
     table.attrs["replicas"] = {
         "count": R, "draws": "Draws(seed, experiment, 'replica', r), r = 0..count-1",
+        "rows": (f"each column the mean over the replicas; cost, excess_risk, grad_norm over "
+                 f"replicas 0..{min(R, replicas.COSTLY_REPLICAS) - 1}; counters of one replica"),
         "window_start": start, "window_rounds": count,
         "columns": list(replicas.COORDINATES),
         "err_mean": (sums / max(count, 1)).tolist() if count else None}

@@ -110,6 +110,9 @@ def test_metrics_are_the_problems_own_per_replica():
         assert got["dist_to_opt"][r] == pytest.approx(p.distance_to_optimum(X[r], p.theta_star), rel=1e-15)
         for m, v in p.extra_metrics(X[r]).items():
             assert got[m][r] == v
+    few = replicas.metrics(p, X, p.theta_star, F, costly=2)          # the costly ones: replicas 0, 1
+    np.testing.assert_array_equal(few["cost"], got["cost"][:2])
+    np.testing.assert_array_equal(few["dist_to_opt"], got["dist_to_opt"])
 
 
 def spec(R_=R, rounds=ROUNDS, **extra):

@@ -25,7 +25,9 @@ the rest with a one-line error naming the key.
 
 Recording (``rfl.runner``). The run table keeps one row per round: each column the mean over
 the replicas of the metric (cost, excess_risk, grad_norm, dist_to_opt, err_*); the counters are
-one replica's. The metadata's ``replicas`` holds the sample the rules read: per replica the
+one replica's; cost, excess_risk and grad_norm are the mean over the first ``COSTLY_REPLICAS``
+replicas (an unbiased estimate of the same mean at a fixed cost per round), err_* and
+dist_to_opt over every replica. The metadata's ``replicas`` holds the sample the rules read: per replica the
 mean of err_* over the window of the last ``WINDOW`` share of the rows (``summary``).
 """
 
@@ -42,6 +44,9 @@ from .sampling import AgentSampler, Draws
 
 #: the strategies a run with replicas may use
 REPLICA_ALGORITHMS = ("fedavg", "fedrr", "scaffold")
+#: the replicas 0..COSTLY_REPLICAS-1 whose mean cost, excess_risk and grad_norm a row records
+#: (each costs a pass over the agents' data; err_* and dist_to_opt are of every replica)
+COSTLY_REPLICAS = 64
 #: the share of the last rows of a run table over which each replica's errors are averaged
 #: (``rfl.claims.bias``: the rules' default window)
 WINDOW = 0.5
@@ -147,16 +152,19 @@ def iterate(algorithm, X0: np.ndarray, rounds: int, draws: list[Draws]):
         yield t, mean.update(t, X), counters
 
 
-def metrics(problem, X: np.ndarray, x_star: np.ndarray, F_star: float) -> dict[str, np.ndarray]:
-    """Per replica (R,): cost F(x_r) = sum_j p_j f_j(x_r), excess_risk, grad_norm
-    ||sum_j p_j grad f_j(x_r)||, dist_to_opt ||x_r - x*||, and the coordinates err_* of
-    x_r - theta* (0 past the dimension); X (R, d)."""
+def metrics(problem, X: np.ndarray, x_star: np.ndarray, F_star: float,
+            costly: int = COSTLY_REPLICAS) -> dict[str, np.ndarray]:
+    """Per replica: cost F(x_r) = sum_j p_j f_j(x_r), excess_risk, grad_norm
+    ||sum_j p_j grad f_j(x_r)|| of replicas 0..``costly``-1 (min(R, costly),); dist_to_opt
+    ||x_r - x*|| and the coordinates err_* of x_r - theta* (0 past the dimension) of every
+    replica (R,); X (R, d)."""
     R, S = X.shape[0], problem.n_agents
-    rows = np.repeat(X, S, axis=0)                               # row r S + j: x_r for agent j
-    agents = np.tile(np.arange(S), R)
+    C = min(R, int(costly))
+    rows = np.repeat(X[:C], S, axis=0)                           # row r S + j: x_r for agent j
+    agents = np.tile(np.arange(S), C)
     w = np.asarray(problem.weights, dtype=float)
-    cost = problem.local_cost(rows, agents).reshape(R, S) @ w
-    grad = np.einsum("rjd,j->rd", problem.local_egrad(rows, agents).reshape(R, S, -1), w)
+    cost = problem.local_cost(rows, agents).reshape(C, S) @ w
+    grad = np.einsum("rjd,j->rd", problem.local_egrad(rows, agents).reshape(C, S, -1), w)
     out = {"cost": cost, "excess_risk": cost - F_star, "grad_norm": np.linalg.norm(grad, axis=1),
            "dist_to_opt": np.linalg.norm(X - x_star[None], axis=1)}
     e = X - np.asarray(problem.theta_star)[None]
