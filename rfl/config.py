@@ -370,6 +370,39 @@ def _experiment_errors(config: dict) -> list[str]:
         msgs.extend(_run_id_errors(exp, where))
         msgs.extend(_paper_size_errors(exp, where, cls, ds))
         msgs.extend(_objective_and_time_errors(exp, where, cls, len(sizes)))
+        msgs.extend(_replica_errors(exp, where, cls))
+    return msgs
+
+
+def _replica_errors(exp: dict, where: list, cls) -> list[str]:
+    """``replicas``: only the Euclidean strategies of ``rfl.algorithms.replicas`` on a flat
+    problem with a gradient field whose metrics it computes, every agent in every round, FedRR
+    with its shared stream, no simulated time nor second objective."""
+    if not exp.get("replicas"):
+        return []
+    from rfl.algorithms.replicas import REPLICA_ALGORITHMS
+    from rfl.problems._error_coordinates import COORDINATES
+    key = _key(where + ["replicas"])
+    msgs = []
+    if not getattr(cls.manifold_class, "FLAT", False) or getattr(cls, "field", "gradient") != "gradient":
+        msgs.append(f"config key {key}: problem {cls.name!r} is not a flat problem with a gradient "
+                    f"field; replicas run only on those")
+    elif any(m not in COORDINATES for m in cls.metrics):
+        msgs.append(f"config key {key}: problem {cls.name!r} records metrics replicas do not "
+                    f"compute; allowed: problems whose metrics are err_*")
+    for i, m in enumerate(exp["methods"]):
+        if m["algorithm"] not in REPLICA_ALGORITHMS:
+            msgs.append(f"config key {key}: method {i} is {m['algorithm']!r}; replicas allow "
+                        f"{', '.join(REPLICA_ALGORITHMS)}")
+        elif m.get("participation") is not None:
+            msgs.append(f"config key {key}: method {i} sets participation; replicas need every "
+                        f"agent in every round")
+        elif m.get("shared_stream") is False:
+            msgs.append(f"config key {key}: method {i} sets shared_stream: false; replicas need "
+                        f"FedRR's shared stream")
+    for k in ("time", "weighted_objective"):
+        if exp.get(k):
+            msgs.append(f"config key {key}: not with {k}")
     return msgs
 
 
@@ -868,4 +901,6 @@ def _run_spec(config, ename, exp, m, alg, p, K, setting, seed) -> dict:
         spec["weighted_objective"] = participation.canonical(exp["weighted_objective"])
     if exp.get("time"):
         spec["time"] = copy.deepcopy(exp["time"])
+    if exp.get("replicas"):
+        spec["replicas"] = int(exp["replicas"])
     return spec

@@ -353,6 +353,13 @@ def read_run_table(path) -> tuple[pd.DataFrame, dict]:
             i = int(np.flatnonzero(bad)[0])
             raise RunTableError(f"{path}: row {i} has status ok but {col} = {values[i]}; "
                                 f"allowed: a finite number in every ok row")
+    rep = meta.get("replicas")
+    if rep is not None:              # a run with replicas (rfl.algorithms.replicas): its sample
+        err = rep.get("err_mean")
+        if err is not None and np.asarray(err, dtype=float).shape != (rep.get("count"), len(rep.get("columns", []))):
+            raise RunTableError(f"{path}: run metadata key 'replicas.err_mean' must be a "
+                                f"count x columns list; rerun the run")
+        table.attrs["replicas"] = rep
     return table, meta
 
 

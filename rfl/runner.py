@@ -193,6 +193,8 @@ def execute(spec: dict, problem, x_star: np.ndarray, F_star: float, algorithm=No
     m = problem.manifold
     x0 = problem.initial_point(stream(spec["seed"], "init", spec["dataset"]["name"]))
     draws = Draws(spec["seed"], spec["experiment"])
+    if spec.get("replicas"):
+        return execute_replicas(spec, problem, x0, draws, x_star, F_star)
     algorithm = make_algorithm(spec, problem) if algorithm is None else algorithm
     extra = list(problem.metrics)
     base = list(COLUMNS)
@@ -240,6 +242,62 @@ def execute(spec: dict, problem, x_star: np.ndarray, F_star: float, algorithm=No
     return pd.DataFrame(rows, columns=base + extra)
 
 
+def execute_replicas(spec: dict, problem, x0, draws, x_star, F_star) -> pd.DataFrame:
+    """``execute`` of a spec with ``replicas: R`` (``rfl.algorithms.replicas``): R chains from
+    x0, replica r on ``Draws(seed, experiment, "replica", r)``. One row per round, each metric
+    the mean over the replicas; ``attrs["replicas"]``: the sample for the metadata (count,
+    the window's first round, per replica the mean of err_* over the window)."""
+    from rfl.algorithms import replicas
+
+    R = int(spec["replicas"])
+    algorithm = make_algorithm(spec, replicas.ReplicatedProblem(problem, R))
+    unknown = [c for c in problem.metrics if c not in replicas.COORDINATES]
+    if unknown:
+        raise ValueError(f"replicas: problem {spec['dataset']['problem']!r} records "
+                         f"{', '.join(unknown)}, which replicas do not compute")
+    start = replicas.window_start(spec["rounds"])
+    sums, count = np.zeros((R, len(replicas.COORDINATES))), 0
+    rows = []
+
+    def record(t, X, grad_evals, floats, wall):
+        nonlocal sums, count
+        ok = bool(np.all(np.isfinite(X)))
+        v = replicas.metrics(problem, X, x_star, F_star) if ok else None
+        ok = ok and bool(np.all(np.isfinite(v["cost"])))
+        row = {"round": t, "grad_evals": grad_evals, "floats": floats, "wall_time": wall,
+               "status": "ok" if ok else "diverged"}
+        for c in COLUMNS[1:5] + list(problem.metrics):
+            row[c] = float(np.mean(v[c])) if ok else np.nan
+        if ok and t >= start:
+            sums += np.stack([v[c] for c in replicas.COORDINATES], axis=1)
+            count += 1
+        rows.append(row)
+        return ok
+
+    X0 = np.repeat(np.asarray(x0)[None], R, axis=0)
+    record(0, X0, 0, 0, 0.0)
+    progress = Progress(f"{spec['experiment']}/{spec['run_id']}", spec["rounds"])
+    wall, tic = 0.0, time.perf_counter()
+    with np.errstate(all="ignore"):
+        for t, X, counters in replicas.iterate(algorithm, X0, spec["rounds"],
+                                               replicas.replica_draws(draws, R)):
+            wall += time.perf_counter() - tic
+            if not record(t + 1, X, counters.grad_evals, counters.floats, wall):
+                break
+            progress.update(t + 1)
+            tic = time.perf_counter()
+    progress.close()
+    table = pd.DataFrame(rows, columns=list(COLUMNS) + list(problem.metrics))
+    table.attrs["replicas"] = {
+        "count": R, "draws": "Draws(seed, experiment, 'replica', r), r = 0..count-1",
+        "rows": (f"each column the mean over the replicas; cost, excess_risk, grad_norm over "
+                 f"replicas 0..{min(R, replicas.COSTLY_REPLICAS) - 1}; counters of one replica"),
+        "window_start": start, "window_rounds": count,
+        "columns": list(replicas.COORDINATES),
+        "err_mean": (sums / max(count, 1)).tolist() if count else None}
+    return table
+
+
 def run(spec: dict, data_npz, reference_npz, out_csv, out_meta, problem=None) -> pd.DataFrame:
     """Execute a run spec and write its metadata, then its table (each atomically).
     ``problem``: the spec's problem already loaded from ``data_npz`` (``run_setting`` shares one
@@ -255,6 +313,8 @@ def run(spec: dict, data_npz, reference_npz, out_csv, out_meta, problem=None) ->
     table = execute(spec, problem, ref["x_star"], float(ref["F_star"]), weighted=weighted)
     status = "diverged" if (table["status"] == "diverged").any() else "ok"
     extra = {}
+    if "replicas" in table.attrs:
+        extra["replicas"] = table.attrs["replicas"]
     if weighted is not None:
         extra["weighted_objective"] = {
             "participation": spec["weighted_objective"], "weights": weighted["weights"].tolist(),

@@ -10,7 +10,11 @@ consistent). Over seeds: the mean of the runs' estimates. Uncertainty, per coord
 two sources added in quadrature: the standard error over seeds (two seeds or more), and the
 drift inside the window (half the difference of its two halves' means: a run that has not
 yet reached its stationary mean, e.g. a deterministic run still converging, is uncertain
-by as much). Without coordinate columns the norm ``dist_to_opt`` of the last round is used
+by as much). Runs with replicas (``rfl.algorithms.replicas``: the metadata's per-replica means of
+the coordinates over the last half of the rows) are their own sample: the mean and the standard
+error across all replicas of all seeds (independent chains), the drift of the replicas' mean
+added in quadrature as above; the rule's window must be the replicas' (``replica_sample``).
+Without coordinate columns the norm ``dist_to_opt`` of the last round is used
 (exact for a deterministic run that has converged; a stochastic one's norm also holds its
 variance).
 """
@@ -35,10 +39,49 @@ class Bias:
     seeds: int
     rounds: int
     source: str
+    replicas: int = 0
 
     def resolved(self, z: float) -> bool:
         """Whether the bias is at least z uncertainties away from 0."""
         return bool(np.isfinite(self.value) and self.value > z * self.uncertainty)
+
+
+def replica_sample(runs, window: float):
+    """The replicas' window means of err_*: ``(n, len(COORDINATES))`` over every replica of every
+    run (n = replicas x seeds), or None when a run has no replicas or its window is not the
+    last ``window`` share of the rows (``rfl.algorithms.replicas.window_start``)."""
+    from rfl.algorithms.replicas import window_start
+
+    out = []
+    for t in runs:
+        rep = t.attrs.get("replicas")
+        if not rep or rep.get("err_mean") is None:
+            return None
+        if rep["window_start"] != window_start(int(t["round"].iloc[-1]), window):
+            return None
+        got = dict(zip(rep["columns"], np.asarray(rep["err_mean"], dtype=float).T))
+        out.append(np.stack([got[c] for c in COORDINATES], axis=1))
+    return np.vstack(out) if out else None
+
+
+def drift(table, cols, window: float) -> np.ndarray:
+    """Half the difference of the means of the window's two halves, per column."""
+    e = table[cols].to_numpy(dtype=float)
+    tail = e[-max(2, int(np.ceil(window * len(e)))):]
+    half = len(tail) // 2
+    return (tail[half:].mean(axis=0) - tail[:half].mean(axis=0)) / 2
+
+
+def replica_estimate(runs, window: float):
+    """(mean error vector, its standard error per coordinate, replicas) from the replicas
+    (module docstring), or None without them."""
+    sample = replica_sample(runs, window)
+    if sample is None or sample.shape[0] < 2:
+        return None
+    cols = list(COORDINATES)
+    d = np.abs(np.mean([drift(t, cols, window) for t in runs], axis=0))
+    se = sample.std(axis=0, ddof=1) / np.sqrt(sample.shape[0])
+    return sample.mean(axis=0), np.hypot(se, d), sample.shape[0]
 
 
 def estimate(runs, window: float) -> Bias:
@@ -49,6 +92,11 @@ def estimate(runs, window: float) -> Bias:
         return Bias(np.nan, np.nan, 0, 0, "none")
     cols = [c for c in COORDINATES if c in runs[0].columns]
     rounds = int(min(t["round"].max() for t in runs))
+    rep = replica_estimate(runs, window) if len(cols) == len(COORDINATES) else None
+    if rep is not None:
+        mean, se, n = rep
+        return Bias(float(np.linalg.norm(mean)), float(np.linalg.norm(se)), len(runs), rounds,
+                    "replicas", n)
     if not cols:
         values = [float(t["dist_to_opt"].iloc[-1]) for t in runs]
         se = np.std(values, ddof=1) / np.sqrt(len(values)) if len(values) > 1 else 0.0
@@ -76,5 +124,7 @@ def more_for(bias: Bias, target: float) -> str:
     """What would shrink ``bias``'s uncertainty to ``target``: it falls as 1/sqrt(seeds x
     rounds), so about (uncertainty / target)^2 times the seeds or the rounds."""
     factor = (bias.uncertainty / target) ** 2 if target > 0 else np.inf
+    if bias.replicas and np.isfinite(factor):
+        return f"about {factor:.1f}x the replicas ({bias.replicas} now, over {bias.seeds} seeds)"
     return (f"about {factor:.1f}x the seeds x rounds ({bias.seeds} seeds, {bias.rounds} rounds now)"
             if np.isfinite(factor) else "a resolved bias")

@@ -693,3 +693,13 @@ def _task_finish(xt, yt, n, xuT, lam2, w, a, b, res, g, gt, want_grad, want_fit)
         for q in range(m):
             gp[q] += wp * g[q]
     return True
+
+
+@_jit
+def floyd_batches_keys(keys, draw, agents, sizes, B, out):
+    """``floyd_batches`` under each of R keys: ``out: (R, s, B) int64``, out[r] the batches
+    of key (keys[r], 0) (the replicas of ``rfl.algorithms.replicas``), row for row what R
+    calls of ``floyd_batches`` give."""
+    for r in range(keys.shape[0]):
+        floyd_batches(keys[r], _ZERO, draw, agents, sizes, B, out[r])
+    return out

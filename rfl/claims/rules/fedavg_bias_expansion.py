@@ -27,6 +27,7 @@ import numpy as np
 
 from rfl import io
 
+from ..bias import replica_estimate
 from ..rule import Evidence, Judgement, Rule
 from ..verdicts import NOT, PARTLY, REPRODUCED, UNDECIDED
 
@@ -34,7 +35,13 @@ COORDINATES = ("err_1", "err_2", "err_3", "err_4")
 
 
 def measure(tables: list, burn_in: float) -> tuple[np.ndarray, float, int, int]:
-    """(mean error vector, its standard error, seeds, rounds in the window) of FedAvg's runs."""
+    """(mean error vector, its standard error, seeds, rounds in the window) of FedAvg's runs;
+    runs with replicas: the replicas' sample (``rfl.claims.bias.replica_estimate``; the
+    window is then the last half of the rows)."""
+    rep = replica_estimate(tables, 1 - burn_in)
+    if rep is not None:
+        mean, se, n = rep
+        return mean, float(np.linalg.norm(se)), n, int(tables[0].attrs["replicas"]["window_rounds"])
     means, halves = [], []
     rounds = 0
     for t in tables:
