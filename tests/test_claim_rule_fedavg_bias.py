@@ -68,3 +68,33 @@ def test_exact_order_threshold(tmp_path):
     bad = judge(runs(tmp_path / "b", [(0.1, [1.0 + 1e-4, 2.0], [1.0, 2.0], 0.0, 1)]), order="exact",
                 rel_tol=1e-6)
     assert ok.verdict == REPRODUCED and bad.verdict == NOT
+
+
+def test_remainders_within_their_noise_do_not_decide_the_order(tmp_path):
+    """Seeds whose window means scatter (+d, -d, +d/10) around the prediction: the remainder
+    (d/30) lies far inside 2 standard errors of 0 at every eta, so its log-log slope is the
+    noise's and decides nothing: undecided, never 'not reproduced' (what a slope through noise
+    gave); the same scatter around a remainder of order eta (a sign error) still fails."""
+    def ev(root, offset):
+        spec_runs = {}
+        for i, eta in enumerate([0.4, 0.2, 0.1]):
+            pred = np.array([eta, -eta])
+            d = 0.02 * eta
+            spec_runs[f"e{i}"] = []
+            for s, dev in enumerate((d, -d, d / 10)):
+                m = pred + offset(eta) + dev
+                path = root / f"e{i}_{s}.csv"
+                write_run(path, {"excess_risk": np.ones(50), "cost": np.ones(50),
+                                 "err_1": np.full(50, m[0]), "err_2": np.full(50, m[1]),
+                                 "err_3": np.zeros(50), "err_4": np.zeros(50)},
+                          {"dataset": {"problem": "logistic"}, "seed": s,
+                           "algorithm": {"name": "fedavg", "K": 4, "batch_size": 1},
+                           "step": {"rule": "fixed", "alpha": eta}},
+                          predictions={"fedavg_bias": {"heterogeneity": list(pred)}})
+                spec_runs[f"e{i}"].append(str(path))
+        return Evidence({"config": {}, "runs": spec_runs}, list(spec_runs))
+
+    j = judge(ev(tmp_path, lambda eta: np.zeros(2)))
+    assert j.verdict == UNDECIDED and "eta = 0.1" in j.decide and "relative error" in j.margin
+    (tmp_path / "b").mkdir()
+    assert judge(ev(tmp_path / "b", lambda eta: np.array([-2 * eta, 2 * eta]))).verdict == NOT

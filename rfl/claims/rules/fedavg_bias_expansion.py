@@ -32,6 +32,8 @@ from ..rule import Evidence, Judgement, Rule
 from ..verdicts import NOT, PARTLY, REPRODUCED, UNDECIDED
 
 COORDINATES = ("err_1", "err_2", "err_3", "err_4")
+#: a remainder ||measured - predicted|| counts for its order only beyond this many standard errors
+Z_REMAINDER = 2.0
 
 
 def measure(tables: list, burn_in: float) -> tuple[np.ndarray, float, int, int]:
@@ -148,6 +150,28 @@ class FedAvgBiasExpansion(Rule):
             bad = [r for r in resolved if not r["rel_error"] <= p["rel_tol"]]
             notes.append(f"largest relative error {max(r['rel_error'] for r in resolved):.3g}.")
             return Judgement(NOT if bad else REPRODUCED, table, notes, None)
+        # the remainder's order is read only from remainders that stand out of their noise
+        # (> Z_REMAINDER standard errors): a slope through remainders within noise of 0 measures
+        # the noise, not the expansion's next order
+        standing = [r for r in resolved if r["remainder"] > Z_REMAINDER * r["se"]]
+        if len(standing) < 2:
+            smallest = resolved[-1]
+            factor = (Z_REMAINDER * smallest["se"] / (p["rel_tol"] * smallest["norm_predicted"])) ** 2
+            notes.append(f"{len(standing)} of the resolved step sizes have a remainder beyond "
+                         f"{Z_REMAINDER:g} standard errors of 0; the remainder's order is not measured "
+                         f"(smallest resolved eta = {smallest['eta']:g}: relative error "
+                         f"{smallest['rel_error']:.3g}, standard error {smallest['se'] / smallest['norm_predicted']:.3g} "
+                         f"of the prediction).")
+            margin = (f"eta = {smallest['eta']:g}: relative error {smallest['rel_error']:.3g} +- "
+                      f"{smallest['se'] / smallest['norm_predicted']:.2g}, claim <= {p['rel_tol']:g} with a "
+                      f"remainder of order >= {p['min_slope']:g}")
+            return Judgement(UNDECIDED, table, notes,
+                             f"eta = {smallest['eta']:g}: about {factor:.3g} x the sample run "
+                             f"({smallest['seeds']} x {smallest['rounds']}) to resolve a remainder of "
+                             f"{p['rel_tol']:g} x the prediction", margin)
+        slope = remainder_slope(standing)
+        notes.append(f"remainder slope over the {len(standing)} step sizes whose remainder stands out "
+                     f"of the noise: {slope:.3g}.")
         smallest = resolved[-1]
         faster = bool(slope >= p["min_slope"])
         notes.append(f"smallest resolved eta = {smallest['eta']:g}: relative error {smallest['rel_error']:.3g}.")
@@ -160,4 +184,6 @@ class FedAvgBiasExpansion(Rule):
         decide = (f"smaller step sizes resolved (relative error {smallest['rel_error']:.3g} at eta = "
                   f"{smallest['eta']:g}, the remainder falling with slope {slope:.3g})"
                   if verdict == PARTLY else None)
-        return Judgement(verdict, table, notes, decide)
+        margin = (f"remainder slope {slope:.3g}, claim >= {p['min_slope']:g}; eta = {smallest['eta']:g}: "
+                  f"relative error {smallest['rel_error']:.3g}, claim <= {p['rel_tol']:g}")
+        return Judgement(verdict, table, notes, decide, margin)
