@@ -37,7 +37,7 @@ from rfl.registry import (ALGORITHMS, MANIFOLDS, PARTICIPATION, PROBLEMS, REGIST
 from rfl.schema import Validator, describe
 
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "config" / "schema.yaml"
-#: the metric columns of every run table (``rfl.runner.COLUMNS``); a problem adds its ``metrics``
+#: the metric columns of every run table (``rfl.io.COLUMNS``); a problem adds its ``metrics``
 BASE_METRICS = ("excess_risk", "grad_norm", "dist_to_opt", "cost")
 
 

@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from rfl import io
+from rfl.io import COLUMNS
 from rfl.algorithms import make_step_size
 from rfl.algorithms.sampling import SAMPLER_VERSION
 from rfl.progress import Progress
@@ -36,8 +37,6 @@ from rfl.sweeps import draws_key
 from rfl.random import stream
 from rfl.registry import PROBLEMS
 
-COLUMNS = ["round", "cost", "excess_risk", "grad_norm", "dist_to_opt",
-           "grad_evals", "floats", "wall_time", "status"]
 MANIFOLD_TOL = 1e-8   # an iterate farther than this from the manifold counts as diverged
 
 
