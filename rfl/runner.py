@@ -117,16 +117,17 @@ def compute_reference(dataset: dict, data_npz, out_npz) -> None:
         starts = [problem.initial_point(rng) for _ in range(ref["starts"])]
         starts += list(problem.reference_candidates())
         solver = RLBFGS(problem, tolerance=ref["tolerance"], max_iterations=ref["max_iterations"])
-        best = None
+        best, best_cost = None, np.inf
         for x0 in starts:
             x, info = solver.solve(x0)
-            if best is None or problem.cost(x) < problem.cost(best[0]):
-                best = (x, info)
-        x_star, info = best
+            cost = problem.cost(x)
+            if np.isfinite(cost) and (best is None or cost < best_cost):   # a NaN start loses
+                best, best_cost = (x, info), cost
+        x_star, info = best if best is not None else (None, {})
         method, iterations = "rlbfgs", int(info.get("iterations", -1))
-    grad_norm = problem.grad_norm(x_star)
     if x_star is None or not np.isfinite(problem.cost(x_star)):
         raise RuntimeError(f"no finite reference optimum for dataset {dataset['name']!r}")
+    grad_norm = problem.grad_norm(x_star)
     io.write_arrays(out_npz, {"x_star": x_star, "F_star": np.array(problem.cost(x_star)),
                               "grad_norm": np.array(grad_norm), "method": np.array(method),
                               "iterations": np.array(iterations),
@@ -155,7 +156,8 @@ def weighted_reference(dataset: dict, problem, participation, x_star=None) -> di
         rng = stream(dataset["seed"], "reference_weighted", dataset["name"], dataset["instance"])
         solver = RLBFGS(pw, tolerance=ref["tolerance"], max_iterations=ref["max_iterations"])
         starts = [pw.initial_point(rng) for _ in range(ref["starts"])] + list(pw.reference_candidates())
-        x = min((solver.solve(x0)[0] for x0 in starts), key=pw.cost)
+        x = min((solver.solve(x0)[0] for x0 in starts),               # a NaN start loses
+                key=lambda x: c if np.isfinite(c := pw.cost(x)) else np.inf)
         method = "rlbfgs"
     x_f = problem.closed_form_optimum() if x_star is None else x_star
     out = {"problem": pw, "x_star": x, "F_star": pw.cost(x), "weights": weights, "method": method}
