@@ -9,6 +9,11 @@
 #   env:  KERNELS  kernels to force with OPENBLAS_CORETYPE (default: "native Haswell SandyBridge
 #                  Prescott"; "native" leaves the variable unset, i.e. what OpenBLAS picks here)
 #         THREADS  BLAS thread counts, OPENBLAS_NUM_THREADS (default: "1 2")
+#         PAIRS    instead of every KERNELS x THREADS pair, these kernel:threads pairs
+#                  (e.g. "native:2 Haswell:1 SandyBridge:2 Prescott:1")
+#         RFL_PROPERTY_EXAMPLES  hypothesis examples per property test (default here: 20; the
+#                  fuzzed configs exercise validation, not BLAS, and the suite's own default
+#                  runs once anyway)
 #         PYTHON   interpreter (default: python)
 #         LOGDIR   where each run's pytest output goes (default: a fresh temporary folder)
 # Without arguments it runs the files that exercise BLAS-heavy numerics (the default list below).
@@ -32,24 +37,26 @@ if [ $# -eq 0 ]; then
          tests/test_manifold_stiefel.py tests/test_manifold_grassmann.py \
          tests/test_manifold_spd.py tests/test_manifold_cayley.py
 fi
-unset OPENBLAS_CORETYPE_SAVED
+export RFL_PROPERTY_EXAMPLES=${RFL_PROPERTY_EXAMPLES:-20}
+if [ -z "${PAIRS:-}" ]; then
+  PAIRS=$(for k in $KERNELS; do for t in $THREADS; do printf '%s:%s ' "$k" "$t"; done; done)
+fi
 status=0
-for kernel in $KERNELS; do
-  for threads in $THREADS; do
-    log="$LOGDIR/${kernel}_${threads}.log"
-    (
-      if [ "$kernel" = native ]; then unset OPENBLAS_CORETYPE; else export OPENBLAS_CORETYPE=$kernel; fi
-      export OPENBLAS_NUM_THREADS=$threads
-      loaded=$("$PYTHON" -c "import numpy, threadpoolctl; i = [d for d in threadpoolctl.threadpool_info() if d['user_api'] == 'blas']; print(i[0].get('architecture'), i[0].get('num_threads')) if i else print('no-blas')" 2>/dev/null)
-      echo "# kernel requested=$kernel loaded=$loaded" > "$log"
-      # shellcheck disable=SC2086
-      "$PYTHON" -m pytest -q -p no:cacheprovider -rf ${PYTEST_ARGS:-} "$@" >> "$log" 2>&1
-    )
-    rc=$?
-    [ $rc -ne 0 ] && status=1
-    printf '%-12s threads=%s  %s  | %s\n' "$kernel" "$threads" "$(head -1 "$log" | sed 's/# kernel //')" \
-      "$(grep -E '^(=+ )?[0-9]+ (passed|failed)|no tests ran|error' "$log" | tail -1)"
-  done
+for pair in $PAIRS; do
+  kernel=${pair%%:*} threads=${pair##*:}
+  log="$LOGDIR/${kernel}_${threads}.log"
+  (
+    if [ "$kernel" = native ]; then unset OPENBLAS_CORETYPE; else export OPENBLAS_CORETYPE=$kernel; fi
+    export OPENBLAS_NUM_THREADS=$threads
+    loaded=$("$PYTHON" -c "import numpy, threadpoolctl; i = [d for d in threadpoolctl.threadpool_info() if d['user_api'] == 'blas']; print(i[0].get('architecture'), i[0].get('num_threads')) if i else print('no-blas')" 2>/dev/null)
+    echo "# kernel requested=$kernel loaded=$loaded" > "$log"
+    # shellcheck disable=SC2086
+    "$PYTHON" -m pytest -q -p no:cacheprovider -rf ${PYTEST_ARGS:-} "$@" >> "$log" 2>&1
+  )
+  rc=$?
+  [ $rc -ne 0 ] && status=1
+  printf '%-12s threads=%s  %s  | %s\n' "$kernel" "$threads" "$(head -1 "$log" | sed 's/# kernel //')" \
+    "$(grep -E '^(=+ )?[0-9]+ (passed|failed)|no tests ran|error' "$log" | tail -1)"
 done
 echo "logs: $LOGDIR"
 fails=$(grep -h '^FAILED ' "$LOGDIR"/*.log 2>/dev/null | sed 's/ - .*//' | sort | uniq -c)
