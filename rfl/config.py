@@ -37,7 +37,7 @@ from rfl.registry import (ALGORITHMS, MANIFOLDS, PARTICIPATION, PROBLEMS, REGIST
 from rfl.schema import Validator, describe
 
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "config" / "schema.yaml"
-#: the metric columns of every run table (``rfl.runner.COLUMNS``); a problem adds its ``metrics``
+#: the metric columns of every run table (``rfl.io.COLUMNS``); a problem adds its ``metrics``
 BASE_METRICS = ("excess_risk", "grad_norm", "dist_to_opt", "cost")
 
 
@@ -93,8 +93,9 @@ def _describe(err, prefix=()) -> str:
 
 
 def _short(text: str) -> str:
-    """``text`` with every integer of more than 15 digits written as ~1.23e45."""
-    return re.sub(r"\d{16,}", lambda m: "~" + _approx(int(m.group())), text)
+    """``text`` with every integer of more than 15 digits written as ~1.23e45 (the digits of a
+    float, 1.4901161193847656e-08, are no integer and stay as they are)."""
+    return re.sub(r"(?<![\d.])\d{16,}(?![\d.eE])", lambda m: "~" + _approx(int(m.group())), text)
 
 
 def _schema_errors(config: dict, schema: dict) -> list[str]:

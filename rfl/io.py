@@ -15,6 +15,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+#: the columns every run table starts with, in this order (``rfl.runner.run`` writes them; a
+#: problem's ``metrics`` follow, then ``time`` for runs on a simulated clock)
+COLUMNS = ["round", "cost", "excess_risk", "grad_norm", "dist_to_opt",
+           "grad_evals", "floats", "wall_time", "status"]
+
 
 def _create_temp(path: Path) -> str:
     """Create an empty, hidden, uniquely named file beside ``path`` and return its name.
@@ -291,12 +296,11 @@ def check_sampler_versions(tables) -> None:
 def read_run_table(path) -> tuple[pd.DataFrame, dict]:
     """A run table ``X.csv`` and its metadata ``X.meta.json``, both checked before any figure or
     table uses them: the metadata (``read_run_meta``); the table's columns (those of
-    ``rfl.runner.COLUMNS`` and the problem's metrics); rows t = 0..rounds_completed in order,
+    ``COLUMNS`` and the problem's metrics); rows t = 0..rounds_completed in order,
     as many as the metadata says; each row's status ok or diverged, diverged only in the last
     row and only when the metadata says diverged; a finite cost and excess_risk in every ok
     row. Anything else raises RunTableError, one line naming the file and what is wrong."""
     from rfl.registry import PROBLEMS
-    from rfl.runner import COLUMNS
 
     path = Path(path)
     meta = read_run_meta(run_meta_path(path))

@@ -31,14 +31,13 @@ import numpy as np
 import pandas as pd
 
 from rfl import io
+from rfl.io import COLUMNS
 from rfl.algorithms import make_step_size
 from rfl.algorithms.sampling import SAMPLER_VERSION, Draws
 from rfl.progress import Progress
 from rfl.random import stream
 from rfl.registry import PROBLEMS
 
-COLUMNS = ["round", "cost", "excess_risk", "grad_norm", "dist_to_opt",
-           "grad_evals", "floats", "wall_time", "status"]
 MANIFOLD_TOL = 1e-8   # an iterate farther than this from the manifold counts as diverged
 
 
@@ -119,16 +118,17 @@ def compute_reference(dataset: dict, data_npz, out_npz) -> None:
         starts = [problem.initial_point(rng) for _ in range(ref["starts"])]
         starts += list(problem.reference_candidates())
         solver = RLBFGS(problem, tolerance=ref["tolerance"], max_iterations=ref["max_iterations"])
-        best = None
+        best, best_cost = None, np.inf
         for x0 in starts:
             x, info = solver.solve(x0)
-            if best is None or problem.cost(x) < problem.cost(best[0]):
-                best = (x, info)
-        x_star, info = best
+            cost = problem.cost(x)
+            if np.isfinite(cost) and (best is None or cost < best_cost):   # a NaN start loses
+                best, best_cost = (x, info), cost
+        x_star, info = best if best is not None else (None, {})
         method, iterations = "rlbfgs", int(info.get("iterations", -1))
-    grad_norm = problem.grad_norm(x_star)
     if x_star is None or not np.isfinite(problem.cost(x_star)):
         raise RuntimeError(f"no finite reference optimum for dataset {dataset['name']!r}")
+    grad_norm = problem.grad_norm(x_star)
     io.write_arrays(out_npz, {"x_star": x_star, "F_star": np.array(problem.cost(x_star)),
                               "grad_norm": np.array(grad_norm), "method": np.array(method),
                               "iterations": np.array(iterations),
@@ -157,7 +157,8 @@ def weighted_reference(dataset: dict, problem, participation, x_star=None) -> di
         rng = stream(dataset["seed"], "reference_weighted", dataset["name"], dataset["instance"])
         solver = RLBFGS(pw, tolerance=ref["tolerance"], max_iterations=ref["max_iterations"])
         starts = [pw.initial_point(rng) for _ in range(ref["starts"])] + list(pw.reference_candidates())
-        x = min((solver.solve(x0)[0] for x0 in starts), key=pw.cost)
+        x = min((solver.solve(x0)[0] for x0 in starts),               # a NaN start loses
+                key=lambda x: c if np.isfinite(c := pw.cost(x)) else np.inf)
         method = "rlbfgs"
     x_f = problem.closed_form_optimum() if x_star is None else x_star
     out = {"problem": pw, "x_star": x, "F_star": pw.cost(x), "weights": weights, "method": method}

@@ -13,7 +13,8 @@ argument) and what is allowed; never a traceback.
   where a run reads it, not only where the config is checked;
 * the cases a new user met: lrmc OS = 1e308 and r = 10**400 (OverflowError), a participation
   rho of NaN, test_fraction 0, Table 1 rows naming experiments of another kind, HSP with a tiny
-  ridge lam (a division by zero in RLBFGS), and every output name of every subcommand
+  ridge lam (a division by zero in RLBFGS; now refused below the ridge that keeps the kernel
+  weights off rounding), and every output name of every subcommand
   (fetch-school given another name than ILEA567.DAT raised a RuntimeError).
 """
 
@@ -263,15 +264,38 @@ def test_table1_row_on_a_centralised_experiment_is_refused():
     _assert_refusal(status, err, "tables.table1.rows.3.fixed", "runs no federated method")
 
 
-def test_hsp_with_a_tiny_ridge_has_a_finite_reference(tmp_path):
-    """lam = 1e-16: <y, y> of an RLBFGS pair rounds to 0 on the hyperboloid (it divided by it)."""
+@pytest.mark.parametrize("lam", [1e-16, 1e-7])
+def test_hsp_with_a_tiny_ridge_is_refused_naming_the_bound(lam):
+    """lam = 1e-16 (met by a user: RLBFGS then divided by <y, y> = 0): below N sqrt(eps) the
+    kernel weights are set by rounding, so the reference differed between OpenBLAS kernels
+    (``rfl.data.wordnet.lam_min``). Refused, naming the key and the bound: the schema's for
+    N = 1 below it (1e-16), else the bound for the dataset's N = 1179 // S (1e-7, S = 9)."""
+    from rfl.data.wordnet import N_NODES, lam_min
+
+    N = (N_NODES - 1) // SMOKE["datasets"]["hsp_wordnet"]["params"]["S"]
+    assert lam_min(1) > 1e-16 and lam_min(1) < 1e-7 < lam_min(N)
+    status, _, err = _validate(_with(("datasets", "hsp_wordnet", "params", "lam"), lam))
+    words = ([f"allowed: a finite number >= {lam_min(1)!r}"] if lam < lam_min(1) else
+             [f"N = {N} nodes", f"allowed: lam >= N sqrt(eps) / (1 - sqrt(eps)) = {lam_min(N):.4g}"])
+    _assert_refusal(status, err, "config key datasets.hsp_wordnet.params.lam", *words)
+
+
+def test_hsp_with_the_smallest_ridge_allowed_has_a_finite_reference(tmp_path):
+    """At lam = N sqrt(eps) / (1 - sqrt(eps)), the bound, data and reference are finite and the
+    reference is a stationary point (RLBFGS to its tolerance)."""
+    from rfl.data.wordnet import N_NODES, lam_min
+
     cls = PROBLEMS["hsp"]
-    params = {**cls.test_params, "lam": 1e-16}
+    N = (N_NODES - 1) // cls.test_params["S"]
+    params = {**cls.test_params, "lam": lam_min(N)}
+    assert not any(rflconfig.Validator(cls.params_schema).iter_errors(params))
+    assert cls.check_params(params) == []
     ds = {"name": "d", "instance": "fixed", "problem": "hsp", "seed": 1, "params": params,
-          "reference": {"tolerance": 1e-6, "max_iterations": 30, "starts": 1}}
+          "reference": {"tolerance": 1e-6, "max_iterations": 100, "starts": 1}}
     runner.generate_data(ds, tmp_path / "d.npz", _raw_inputs(cls))
     runner.compute_reference(ds, tmp_path / "d.npz", tmp_path / "r.npz")
-    assert np.isfinite(float(np.load(tmp_path / "r.npz")["F_star"]))
+    ref = np.load(tmp_path / "r.npz")
+    assert np.isfinite(float(ref["F_star"])) and float(ref["grad_norm"]) < 1e-6
 
 
 # ---- 5. every output name of every subcommand ------------------------------------------------

@@ -19,7 +19,7 @@ from rfl.data import cifar10, sources
 from rfl.data.sources import ChecksumMismatchError, DataUnavailableError, Source
 from rfl.problems.kpca import KPCA
 from rfl.problems.pca_cifar10 import PCAStiefelCIFAR10
-from rfl.testing.fixtures import cifar10_batch_pickle, write_cifar10_tarball, write_tarball
+from rfl.data.generated import cifar10_batch_pickle, write_cifar10_tarball, write_tarball
 
 PER_BATCH = 8
 

@@ -572,7 +572,7 @@ def _dotted(node) -> str:
 PICKLE_READERS = {"rfl/data/cifar10.py": "SafeUnpickler"}
 #: the one module that writes them (pickle.dumps only; a load is still a finding): the CIFAR-10
 #: batches of the generated fixture the smoke config reads
-PICKLE_WRITERS = {"rfl/testing/fixtures.py"}
+PICKLE_WRITERS = {"rfl/data/generated.py"}
 
 
 def test_package_source_has_no_pickle_and_no_shell():

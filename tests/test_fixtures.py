@@ -1,4 +1,4 @@
-"""Generated files in the real formats (rfl/testing/fixtures.py) and the ``source: generated``
+"""Generated files in the real formats (rfl/data/generated.py) and the ``source: generated``
 datasets of the three loaders' problems: each file reads back through the real reader as what
 was written, and each problem's generated instance is the real reader's output on that file
 (computed here from the file by the reader's documented steps), with nothing fetched."""
@@ -17,7 +17,7 @@ from rfl.data import cifar10, movielens, pathmnist
 from rfl.problems.cfmspd_pathmnist import CFMSPDPathMNIST
 from rfl.problems.lrmc import LowRankMatrixCompletionMovieLens
 from rfl.problems.pca_cifar10 import PCAStiefelCIFAR10
-from rfl.testing import fixtures
+from rfl.data import generated as fixtures
 from rfl.workflow import raw_inputs_of
 
 REPO = Path(__file__).resolve().parents[1]

@@ -108,3 +108,73 @@ def test_reference_optimum_predicts_near_primate():
 def test_check_params_refuses_more_agents_than_nodes():
     assert HSP.check_params({"S": 2000})[0][0] == "S"
     assert HSP.check_params({"S": 9}) == []
+
+
+# ---- the ridge bound: kernel weights that do not depend on rounding (issue 31) -----------------
+def test_the_ridge_bound_rests_on_lambda_max_at_most_N_and_keeps_half_the_digits():
+    """lam_min(N) = N sqrt(eps) / (1 - sqrt(eps)): with K's eigenvalues in [0, N] (Gershgorin:
+    unit diagonal, entries in (0, 1]; checked on every agent's K of the real data) the
+    condition number of K + lam_min I is at most 1 + N / lam_min = 1 / sqrt(eps)."""
+    eps = np.finfo(float).eps
+    for N in (1, 131, 1179):
+        lam = wordnet.lam_min(N)
+        assert (1 + N / lam) * eps == pytest.approx(np.sqrt(eps), rel=1e-12)
+    features, _ = _files()
+    W = wordnet.read_xlsx(features)
+    keep = np.delete(np.arange(wordnet.N_NODES), 99)
+    for S in (1, 9):
+        N = keep.size // S
+        for block in keep[:S * N].reshape(S, N):
+            mu = np.linalg.eigvalsh(wordnet.gaussian_kernel(W[block], W[block], 0.03))
+            # eigvalsh's own error is at most about N eps ||K||: the bounds hold to that
+            assert mu.max() <= N * (1 + N * eps) and mu.min() >= -N * N * eps
+
+
+def test_kernel_weights_at_the_bound_agree_with_an_eigendecomposition():
+    """At lam = lam_min(N) the weights keep their digits whatever the algorithm: LU through
+    ``np.linalg.solve`` and V diag(1 / (mu + lam)) V^T k_w (a symmetric eigensolver, other
+    rounding) agree within the forward-error bound n kappa eps, kappa the computed condition
+    number (mu_max + lam) / (mu_min + lam) -- not within one machine's difference."""
+    features, _ = _files()
+    W = wordnet.read_xlsx(features)
+    eps = np.finfo(float).eps
+    block, w = np.arange(131), W[1000]
+    N = block.size
+    lam = wordnet.lam_min(N)
+    alpha = wordnet.kernel_weights(w, W[block], 0.03, lam)
+    K = wordnet.gaussian_kernel(W[block], W[block], 0.03)
+    kw = wordnet.gaussian_kernel(W[block], w[None], 0.03)[:, 0]
+    mu, V = np.linalg.eigh(K)
+    oracle = V @ ((V.T @ kw) / (np.maximum(mu, 0) + lam))
+    kappa = (mu.max() + lam) / (max(mu.min(), 0) + lam)
+    assert kappa * eps <= np.sqrt(eps) * (1 + 1e-6)
+    assert np.linalg.norm(alpha - oracle) <= N * kappa * eps * np.linalg.norm(oracle)
+    # and below the bound the two disagree beyond it: the bound is where the digits go
+    tiny = 1e-16
+    a2 = np.linalg.solve(K + tiny * np.eye(N), kw)
+    o2 = V @ ((V.T @ kw) / (np.maximum(mu, 0) + tiny))
+    assert np.linalg.norm(a2 - o2) > N * np.sqrt(eps) * np.linalg.norm(o2)
+
+
+def test_kernel_weights_refuse_a_ridge_below_the_bound():
+    rng = np.random.default_rng(3)
+    W, w = rng.standard_normal((6, 3)), rng.standard_normal(3)
+    assert np.all(np.isfinite(wordnet.kernel_weights(w, W, 1.0, wordnet.lam_min(6))))
+    with pytest.raises(ValueError, match=r"lam = 1e-10 is below .* for N = 6 nodes"):
+        wordnet.kernel_weights(w, W, 1.0, 1e-10)
+    with pytest.raises(ValueError, match="lam = nan"):
+        wordnet.kernel_weights(w, W, 1.0, float("nan"))
+
+
+@pytest.mark.parametrize("S", [1, 9, 1179])
+def test_check_params_refuses_a_ridge_below_the_bound_for_its_N(S):
+    N = (wordnet.N_NODES - 1) // S
+    bound = wordnet.lam_min(N)
+    assert HSP.check_params({"S": S, "lam": bound}) == []
+    assert HSP.check_params({"S": S, "lam": 2 * bound}) == []
+    (key, msg), = HSP.check_params({"S": S, "lam": bound * (1 - 1e-9)})
+    assert key == "lam" and f"N = {N} nodes" in msg and "allowed: lam >= " in msg
+    assert f"= {bound:.4g}" in msg
+    # the default 1e-5 (HSPHyper_WordNet_Fixed.m) is allowed for S >= 2, not for one agent
+    assert (HSP.check_params({"S": S}) == []) == (wordnet.lam_min(N) <= 1e-5)
+    assert (S == 1) == (wordnet.lam_min(N) > 1e-5)

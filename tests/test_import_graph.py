@@ -1,9 +1,10 @@
-"""No import circle among the modules of rfl/reporting and rfl/claims.
+"""No import circle in the whole of rfl (rfl/reporting and rfl/claims included), and no module
+outside rfl/testing imports the testing package.
 
 Each module's imports are read with ``ast`` (relative ones resolved, those inside functions
 included: a deferred import is still a dependency, and a circle hidden in a function is still
-a circle), and the graph restricted to the two packages is searched for a cycle, which the
-failure prints.
+a circle; so is ``importlib.import_module("rfl....")`` with a literal name), and the graph of
+rfl's modules is searched for a cycle, which the failure prints.
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ from pathlib import Path
 import sys
 
 REPO = Path(__file__).resolve().parents[1]
-PACKAGES = ("rfl/reporting", "rfl/claims")
+PACKAGES = ("rfl",)
+#: the package production code never imports (its helpers serve the tests)
+TESTING = "rfl.testing"
 
 
 def module_name(path: Path) -> str:
@@ -31,6 +34,8 @@ def imports_of(path: Path, modules: set[str]) -> set[str]:
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             targets = [a.name for a in node.names]
+        elif isinstance(node, ast.Call) and _dynamic_import(node):
+            targets = [node.args[0].value]
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
@@ -46,6 +51,15 @@ def imports_of(path: Path, modules: set[str]) -> set[str]:
             if t and t != name:
                 found.add(t)
     return found
+
+
+def _dynamic_import(call: ast.Call) -> bool:
+    """``importlib.import_module("a.b")`` or ``__import__("a.b")`` with a literal absolute name."""
+    f = call.func
+    name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+    return (name in ("import_module", "__import__") and bool(call.args)
+            and isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str)
+            and not call.args[0].value.startswith("."))
 
 
 def graph() -> dict[str, set[str]]:
@@ -105,5 +119,45 @@ def test_the_import_reader_on_from_dot_import_a_module(tmp_path, monkeypatch):
 
 
 def test_no_import_circle_in_reporting_and_claims():
+    g = graph()
+    sub = {m: {t for t in deps if t.startswith(("rfl.reporting", "rfl.claims"))}
+           for m, deps in g.items() if m.startswith(("rfl.reporting", "rfl.claims"))}
+    cycle = find_cycle(sub)
+    assert cycle is None, "import circle: " + " -> ".join(cycle)
+
+
+def test_the_import_reader_sees_imports_in_functions_and_by_name(tmp_path, monkeypatch):
+    pkg = tmp_path / "p"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "b.py").write_text("import importlib\n\ndef f():\n    return importlib.import_module('p.c')\n")
+    (pkg / "c.py").write_text("class C:\n    def m(self):\n        from p import b\n")
+    monkeypatch.setattr(sys.modules[__name__], "REPO", tmp_path)
+    modules = {"p", "p.b", "p.c"}
+    assert imports_of(pkg / "b.py", modules) == {"p.c"}
+    assert imports_of(pkg / "c.py", modules) == {"p.b"}
+    assert find_cycle({m: imports_of(pkg / f"{m[2:]}.py", modules) for m in ("p.b", "p.c")}) \
+        == ["p.b", "p.c", "p.b"]
+
+
+def test_the_graph_covers_the_whole_package():
+    g = graph()
+    assert {"rfl.runner", "rfl.io", "rfl.cli", "rfl.problems.hsp", "rfl.testing.fixtures",
+            "rfl.claims.judge", "rfl.reporting.figures"} <= set(g)
+    assert "rfl.io" in g["rfl.runner"]                                   # from rfl import io
+
+
+def test_no_import_circle_in_rfl():
     cycle = find_cycle(graph())
     assert cycle is None, "import circle: " + " -> ".join(cycle)
+
+
+def test_no_module_outside_rfl_testing_imports_it():
+    """Production code never imports the testing package, not even inside a function: what a
+    run needs (e.g. the generated data files) lives with the code that runs it."""
+    def testing(m):
+        return m == TESTING or m.startswith(TESTING + ".")
+
+    found = sorted(f"{m} imports {', '.join(sorted(filter(testing, deps)))}"
+                   for m, deps in graph().items() if not testing(m) and any(map(testing, deps)))
+    assert not found, "\n".join(found)

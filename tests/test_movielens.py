@@ -15,7 +15,7 @@ import pytest
 from rfl.data import movielens
 from rfl.data.sources import SOURCES, ChecksumMismatchError, verified
 from rfl.problems.lrmc import LowRankMatrixCompletion, LowRankMatrixCompletionMovieLens
-from rfl.testing.fixtures import write_ratings_lines
+from rfl.data.generated import write_ratings_lines
 
 #: user, movie, rating, timestamp: user 1 has 5 ratings, user 2 has 3, user 3 has 7, user 4 none
 TABLE = [(1, 3, 5, 978300760), (1, 1, 3, 978302109), (1, 6, 3, 978301968), (1, 2, 4, 978300275),

@@ -19,7 +19,7 @@ from rfl.data import pathmnist, sources
 from rfl.data.checksums import git_blob_id
 from rfl.data.sources import ChecksumMismatchError, Source
 from rfl.problems.cfmspd_pathmnist import CFMSPDPathMNIST
-from rfl.testing.fixtures import random_spd, write_cells
+from rfl.data.generated import random_spd, write_cells
 
 
 @pytest.fixture

@@ -204,3 +204,27 @@ def test_memory_zero_is_barzilai_borwein_descent(sphere_problem):
     x, info = RLBFGS(p, memory=0, max_iterations=5000).solve(g / np.linalg.norm(g))
     assert info["stop_reason"] == "tolerance"
     assert abs(p.cost(x) + lam_max) < EXACT
+
+
+def test_a_trial_step_whose_cost_is_nan_is_never_accepted():
+    """A weighted Frechet mean in H^2 of one point y with weight 1000: the first trial step
+    -grad F = 2000 Log_x(y) is 2000 d(x, y) long, beyond where cosh overflows (about 710), so
+    the Lorentz Exp returns a non-finite point and its cost is NaN. NaN > c is false, so a
+    line search that tests "f_new > f0 + c" accepted it; it must count as no decrease and
+    backtrack, and RLBFGS then reaches the minimiser y (F = 0)."""
+    from rfl.manifolds import Lorentz
+    from rfl.problems.hsp import HSP
+
+    M = Lorentz(2)
+    x0, y = M.random_point(np.random.default_rng(5), 2)
+    d0 = float(M.dist(x0[None], y[None])[0])
+    assert 2000 * d0 > 710                                # the first trial overflows
+    problem = HSP(y[None, None], np.array([[1000.0]]), y)
+    with np.errstate(over="ignore", invalid="ignore"):
+        assert not np.isfinite(problem.cost(M.exp(x0[None], -2000 * d0 * M.log(x0[None], y[None])
+                                                  / d0)[0]))
+        x, info = RLBFGS(problem, tolerance=1e-8, max_iterations=100).solve(x0)
+    assert np.all(np.isfinite(x)) and info["stop_reason"] == "tolerance"
+    # grad F = -2000 Log_x(y): ||grad|| < 1e-8 puts x within 5e-12 of y (to the rounding of
+    # a distance near y, a few eps x_0)
+    assert float(M.dist(x[None], y[None])[0]) <= 1e-8 / 2000 + 8 * np.finfo(float).eps * y[0]

@@ -30,7 +30,10 @@ class RLBFGS(CentralizedSolver):
        at most ``ls_max_steps`` = 25 cost evaluations *including the first
        trial* (Manopt's ``ls_max_steps`` counts cost evaluations, so at most 24
        contractions); if the last trial still does not decrease F the step is
-       rejected (alpha = 0, x_{k+1} = x_k; Manopt's ``ls_force_decrease``).
+       rejected (alpha = 0, x_{k+1} = x_k; Manopt's ``ls_force_decrease``). A trial
+       whose cost is not a number (NaN: a retraction that overflowed, e.g. cosh in the
+       Lorentz model's Exp beyond distance ~710) fails the test, as a larger cost does
+       (in Manopt, NaN > c is false, so it would be accepted).
     3. s_k = T_{x_k -> x_{k+1}}(alpha p_k), y_k = g_{k+1} - T_{x_k -> x_{k+1}}(g_k),
        both divided by ||s_k|| (the BFGS update is invariant under a common
        scaling; Manopt does this for numerical reasons).
@@ -141,14 +144,15 @@ class RLBFGS(CentralizedSolver):
         x_new = m.retraction(x[None], alpha * p[None])[0]
         f_new = self._cost(x_new)
         evals = 1
-        while f_new > f0 + self.sufficient_decrease * alpha * df0:
+        # "not <=": a trial whose cost is NaN (e.g. the retraction overflowed) is no decrease
+        while not f_new <= f0 + self.sufficient_decrease * alpha * df0:
             alpha *= self.contraction
             x_new = m.retraction(x[None], alpha * p[None])[0]
             f_new = self._cost(x_new)
             evals += 1
             if evals >= self.ls_max_steps:
                 break
-        if f_new > f0:
+        if not f_new <= f0:
             return 0.0, x, f0
         return alpha, x_new, f_new
 

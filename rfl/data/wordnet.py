@@ -18,6 +18,23 @@ from rfl.manifolds.lorentz import poincare_to_lorentz
 
 N_NODES = 1180
 
+#: sqrt of float64's machine epsilon: a ridge lam >= N ROOT_EPS / (1 - ROOT_EPS) bounds the
+#: condition number of K + lam I (eigenvalues in [lam, N + lam]: K is positive semidefinite
+#: with unit diagonal and entries in (0, 1], so lambda_max(K) <= N by Gershgorin) by
+#: 1 + N / lam <= 1 / ROOT_EPS, and a backward-stable solve then keeps at least half of the
+#: digits of alpha whatever the BLAS kernel or thread count (Higham, "Accuracy and Stability of
+#: Numerical Algorithms", 2nd ed., Thm 7.2 with the backward error of LU, Chapter 9). Below it
+#: the weights are set by rounding: with lam = 1e-16 (which does not even change K's unit
+#: diagonal) max |alpha| for S = 9 was 35 to 4458 depending on the OpenBLAS kernel and thread
+#: count, and the weighted Frechet mean of such weights lies so far out (coordinates 1e15 to
+#: 1e87) that RLBFGS's trial steps overflowed cosh in the Lorentz Exp map.
+ROOT_EPS = float(np.sqrt(np.finfo(float).eps))
+
+
+def lam_min(N: int) -> float:
+    """The smallest ridge for N nodes per agent: N sqrt(eps) / (1 - sqrt(eps))."""
+    return N * ROOT_EPS / (1.0 - ROOT_EPS)
+
 
 def read_xlsx(path) -> np.ndarray:
     """The numeric cells of the first sheet of an .xlsx file: ``(rows, cols)`` float64."""
@@ -53,7 +70,11 @@ def gaussian_kernel(a: np.ndarray, b: np.ndarray, sigma: float) -> np.ndarray:
 
 def kernel_weights(w: np.ndarray, W: np.ndarray, sigma: float, lam: float) -> np.ndarray:
     """alpha = (K + lam I)^{-1} k_w for the test features ``w: (p,)`` and training features
-    ``W: (n, p)``: ``(n,)``."""
+    ``W: (n, p)``: ``(n,)``. ``lam`` below ``lam_min(n)`` raises ValueError (the weights would
+    be set by rounding)."""
+    if not lam >= lam_min(W.shape[0]):
+        raise ValueError(f"lam = {lam:g} is below N sqrt(eps) / (1 - sqrt(eps)) = "
+                         f"{lam_min(W.shape[0]):.4g} for N = {W.shape[0]} nodes")
     K = gaussian_kernel(W, W, sigma)
     kw = gaussian_kernel(W, w[None, :], sigma)[:, 0]
     return np.linalg.solve(K + lam * np.eye(W.shape[0]), kw)

@@ -31,10 +31,10 @@ MAX_SCALE = 1e100
 SCALE = {"type": "number", "minimum": 0, "maximum": MAX_SCALE}
 #: where a loader's file comes from (an optional param of the problems that read a pinned
 #: source): "pinned", the real file; "generated", a small seeded file in its format written by
-#: the data job (``rfl.testing.fixtures``), read by the same reader, for toy runs
+#: the data job (``rfl.data.generated``), read by the same reader, for toy runs
 SOURCE = {"enum": ["pinned", "generated"],
           "description": "pinned: the real file (default); generated: a small seeded file in its "
-                         "format (rfl.testing.fixtures), not the real data"}
+                         "format (rfl.data.generated), not the real data"}
 #: a positive scale factor, within [1 / MAX_SCALE, MAX_SCALE]
 POSITIVE_SCALE = {"type": "number", "minimum": 1 / MAX_SCALE, "maximum": MAX_SCALE}
 

@@ -42,16 +42,16 @@ class CFMSPDPathMNIST(CFMSPD):
     def generate(cls, rng, *ri, S, N, source="pinned"):
         """``{"Z": (S, N, 9, 9)}``: square roots of S N matrices drawn from RI.mat with ``rng``.
         ``source`` "generated": no input; an RI.mat of 2 S N random SPD matrices
-        (``rfl.testing.fixtures``, seeded by ``rng``) written to a temporary folder and read as
+        (``rfl.data.generated``, seeded by ``rng``) written to a temporary folder and read as
         the pinned one but its checksum."""
         if source == "generated":
             import tempfile
             from pathlib import Path
 
-            from rfl.testing import fixtures
+            from rfl.data import generated
             with tempfile.TemporaryDirectory() as tmp:
                 path = Path(tmp) / "RI.mat"
-                fixtures.write_pathmnist_mat(path, 2 * S * N, fixtures.seed_from(rng))
+                generated.write_pathmnist_mat(path, 2 * S * N, generated.seed_from(rng))
                 matrices = pathmnist.read_ri(path)
             return {"Z": pathmnist.agent_samples(matrices, S, N, rng), "fixture": np.array(path.name)}
         return {"Z": pathmnist.agent_samples(pathmnist.load(*ri), S, N, rng)}
@@ -59,7 +59,7 @@ class CFMSPDPathMNIST(CFMSPD):
     @classmethod
     def from_arrays(cls, arrays, params=None, **geometry):
         problem = super().from_arrays(arrays, params, **geometry)
-        from rfl.testing.fixtures import notes
+        from rfl.data.generated import notes
         problem.data = notes(arrays)
         return problem
 

@@ -20,9 +20,10 @@ from __future__ import annotations
 import numpy as np
 
 from rfl.data import wordnet
+from rfl.data.wordnet import lam_min
 from rfl.manifolds import Lorentz
 
-from .base import COUNT, POSITIVE, POSITIVE_SCALE, Problem, object_schema
+from .base import COUNT, POSITIVE_SCALE, Problem, object_schema
 
 
 def _d_over_sinh(c: np.ndarray) -> np.ndarray:
@@ -43,7 +44,11 @@ class HSP(Problem):
         required={"S": COUNT},
         optional={"test_node": {"type": "integer", "minimum": 1, "maximum": wordnet.N_NODES,
                                 "description": "held-out node, 1-based (100 = primate)"},
-                  "sigma": POSITIVE_SCALE, "lam": POSITIVE},
+                  "sigma": POSITIVE_SCALE,
+                  "lam": {"type": "number", "minimum": lam_min(1),
+                          "description": "kernel ridge lam; at least N sqrt(eps) for N nodes "
+                                         "per agent (check_params), so that alpha does not "
+                                         "depend on rounding"}},
         description="WordNet mammals; defaults from HSPHyper_WordNet_Fixed.m")
     raw_inputs = ("wordnet_features", "wordnet_poincare")
     metrics = ("dist_true",)
@@ -61,6 +66,13 @@ class HSP(Problem):
         n = wordnet.N_NODES - 1
         if params["S"] > n:
             return [("S", f"{params['S']} agents for {n} training nodes; allowed: S <= {n}")]
+        N = n // params["S"]
+        lam, bound = params.get("lam", cls.DEFAULTS["lam"]), lam_min(N)
+        if lam < bound:
+            return [("lam", f"{lam:g} leaves the kernel weights to rounding: with N = {N} nodes "
+                            f"per agent K + lam I may have condition number up to 1 + N/lam = "
+                            f"{1 + N / lam:.3g}; allowed: lam >= N sqrt(eps) / (1 - sqrt(eps)) "
+                            f"= {bound:.4g}")]
         return []
 
     @classmethod

@@ -462,7 +462,7 @@ class LowRankMatrixCompletionMovieLens(LowRankMatrixCompletion):
     def generate(cls, rng, *ratings, r, S, lam=1e-2, train_fraction=0.8, source="pinned"):
         """``rfl.data.movielens.generate`` on the verified ratings file, with r. ``source``
         "generated": no input; a ratings.dat of 20 to 30 random ratings by each of the 6040 users
-        of the 3952 movies (``rfl.testing.fixtures``, seeded by ``rng``) written to a temporary
+        of the 3952 movies (``rfl.data.generated``, seeded by ``rng``) written to a temporary
         folder and read as the pinned one but its checksum."""
         from rfl.data.movielens import N_MOVIES, N_USERS, generate, read_ratings
         from rfl.data.sources import verified
@@ -470,11 +470,11 @@ class LowRankMatrixCompletionMovieLens(LowRankMatrixCompletion):
             import tempfile
             from pathlib import Path
 
-            from rfl.testing import fixtures
+            from rfl.data import generated
             with tempfile.TemporaryDirectory() as tmp:
                 path = Path(tmp) / "ratings.dat"
-                fixtures.write_movielens_ratings(path, N_USERS, N_MOVIES, fixtures.seed_from(rng),
-                                                 per_user=(20, 30))
+                generated.write_movielens_ratings(path, N_USERS, N_MOVIES, generated.seed_from(rng),
+                                                  per_user=(20, 30))
                 table = read_ratings(path)
             out = generate(rng, table, S, lam, train_fraction)
             out["fixture"] = np.array(path.name)
@@ -486,7 +486,7 @@ class LowRankMatrixCompletionMovieLens(LowRankMatrixCompletion):
 
     @classmethod
     def from_arrays(cls, arrays, params=None, **geometry):
-        from rfl.testing.fixtures import notes
+        from rfl.data.generated import notes
         problem = cls(arrays["rows"], arrays["vals"], arrays["count"], None, None,
                       arrays["test_rows"], arrays["test_vals"], arrays["test_count"],
                       lam=float(arrays["lam"]), m=int(arrays["m"]), r=int(arrays["r"]), **geometry)

@@ -78,16 +78,16 @@ class PCAStiefelCIFAR10(KPCA):
                  split_seed=cifar10.NOTEBOOK_SEED, source="pinned"):
         """``{"Z": (S, N, 3072), "labels": (S, N), "r": ()}``: the notebook's split of the
         normalised training images (its own seeded shuffle: ``rng`` is not used). ``source``
-        "generated": no input; a tarball of S N random images (``rfl.testing.fixtures``, seeded
+        "generated": no input; a tarball of S N random images (``rfl.data.generated``, seeded
         by ``rng``) written to a temporary folder and read as the pinned one but its md5."""
         if source == "generated":
             import tempfile
             from pathlib import Path
 
-            from rfl.testing import fixtures
+            from rfl.data import generated
             with tempfile.TemporaryDirectory() as tmp:
                 path = Path(tmp) / "cifar-10-python.tar.gz"
-                fixtures.write_cifar10_tarball(path, S * N // 5, fixtures.seed_from(rng))
+                generated.write_cifar10_tarball(path, S * N // 5, generated.seed_from(rng))
                 X, y = cifar10.read_train(path)
             out = cls.from_images(X, y, r, S, N, classes_per_client, split_seed)
             return {**out, "fixture": np.array(path.name)}
@@ -97,7 +97,7 @@ class PCAStiefelCIFAR10(KPCA):
     @classmethod
     def from_arrays(cls, arrays, params=None, **geometry):
         problem = super().from_arrays(arrays, params, **geometry)
-        from rfl.testing.fixtures import notes
+        from rfl.data.generated import notes
         problem.data = notes(arrays)
         return problem
 

@@ -11,10 +11,10 @@ from rfl import io
 
 def write_run(path, columns: dict, spec: dict, **meta) -> None:
     """Write run table ``path`` (``X.csv``) and ``X.meta.json``: ``columns`` (e.g. round,
-    excess_risk, status) completed with the other columns of ``rfl.runner.COLUMNS`` (rounds
+    excess_risk, status) completed with the other columns of ``rfl.io.COLUMNS`` (rounds
     0..n-1, status ok, zeros), ``spec`` completed with placeholder experiment, run id, rounds
     and dataset problem, and ``meta`` (e.g. status, predictions) with the rest of the record."""
-    from rfl.runner import COLUMNS
+    from rfl.io import COLUMNS
 
     n = max(len(np.atleast_1d(v)) for v in columns.values())
     table = {c: np.zeros(n) for c in COLUMNS}
