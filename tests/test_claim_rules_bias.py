@@ -236,3 +236,24 @@ def test_plateau_ratio_against_the_reference_on_the_same_dataset(tmp_path):
     got = {(r["experiment"], r["method"]): r["/ rfedags"] for r in j["rows"]}
     assert got[("a", "RFedAGS-RR-K=5")] == pytest.approx(0.2) and got[("b", "RFedAGS-RR-K=5")] == pytest.approx(0.5)
     assert got[("a", "RFedAGS-K=5")] == pytest.approx(1.0)
+
+
+def test_bias_order_counts_replicas_as_its_sample(tmp_path, monkeypatch):
+    """One seed of runs with 512 replicas each: the bias's standard error is across the replicas
+    (``rfl.claims.bias``), so the sample is 512, not the 1 seed that alone decides nothing."""
+    import dataclasses
+
+    from rfl.claims.rules import bias_order
+
+    real = bias_order.estimate
+
+    def with_replicas(runs, window):
+        b = real(runs, window)
+        return dataclasses.replace(b, uncertainty=0.01 * b.value, replicas=512)
+
+    s, names = order_study(tmp_path, 1.0, 2.0)
+    assert s.judge("bias_order", names)["verdict"] == UNDECIDED          # 1 seed, no replicas
+    monkeypatch.setattr(bias_order, "estimate", with_replicas)
+    j = s.judge("bias_order", names)
+    assert j["verdict"] == REPRODUCED and "n = replicas x seeds" in j["margin"]
+    assert {r["replicas"] for r in j["rows"]} == {512}

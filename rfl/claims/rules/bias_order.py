@@ -32,7 +32,8 @@ def slope(etas, biases) -> float:
     return float(np.polyfit(np.log(etas), np.log(biases), 1)[0])
 
 
-def local_slope(etas, biases, uncertainties, seeds: int, level: float = S.LEVEL) -> S.Interval:
+def local_slope(etas, biases, uncertainties, seeds: int, level: float = S.LEVEL,
+                method: str = "normal, delta method") -> S.Interval:
     """The weighted least-squares slope of log(bias) against log(eta) (weights 1 / (u / b)^2; equal
     weights when an uncertainty is 0) with its normal interval at ``level``: slope +- z se, se^2
     = 1 / sum w (x - xbar_w)^2 (known standard errors; the delta method for log b). ``seeds``
@@ -47,7 +48,7 @@ def local_slope(etas, biases, uncertainties, seeds: int, level: float = S.LEVEL)
     sxx = np.sum(w * (x - xbar) ** 2)
     b = float(np.sum(w * (x - xbar) * y) / sxx)
     half = float(sps.norm.ppf((1 + level) / 2)) / np.sqrt(sxx)
-    return S.Interval(b, b - half, b + half, seeds, "normal, delta method", level, float(np.sqrt(1 / sxx)))
+    return S.Interval(b, b - half, b + half, seeds, method, level, float(np.sqrt(1 / sxx)))
 
 
 def more_to_decide(iv: S.Interval, want: float, tol: float, near) -> str:
@@ -108,7 +109,8 @@ class BiasOrder(Rule):
             label, want = method_label(key), p["orders"][key[0]]
             for eta, b, e in pts:
                 rows.append({"method": label, "eta": eta, "bias": b.value, "uncertainty": b.uncertainty,
-                             "seeds": b.seeds, "rounds": b.rounds, "experiment": e})
+                             "seeds": b.seeds, "replicas": b.replicas or "-", "rounds": b.rounds,
+                             "experiment": e})
             good = [(eta, b) for eta, b, _ in pts if b.resolved(p["z"])]
             if len(good) < p["min_steps"]:
                 cases.append(OPEN)
@@ -122,8 +124,12 @@ class BiasOrder(Rule):
                     decide.append(f"{label}: {p['min_steps'] - len(pts)} more step sizes")
                 continue
             near = good[:p["local"]]
+            # the independent samples behind each bias: its replicas (x seeds) where the runs have
+            # them (``rfl.claims.bias``: the standard error is across replicas), else its seeds
             iv = local_slope([g[0] for g in near], [g[1].value for g in near], [g[1].uncertainty for g in near],
-                             min(g[1].seeds for g in near))
+                             min(g[1].replicas or g[1].seeds for g in near),
+                             method=("normal, delta method; n = replicas x seeds"
+                                     if all(g[1].replicas for g in near) else "normal, delta method"))
             test = S.decide(iv, S.Claim("slope", want - p["tolerance"], want + p["tolerance"]), label,
                             min_seeds=p["min_seeds"])
             if test.outcome == OPEN and iv.n >= p["min_seeds"]:
