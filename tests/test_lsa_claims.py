@@ -442,11 +442,11 @@ def test_stationary_margin_is_the_largest_z_against_the_t_quantile(tmp_path):
         j = judge(tmp_path, "stationary_matches_prediction", [pool_row(predicted_plateau=1.0 + k * T99[5] * 0.1),
                                                              pool_row(H=8, predicted_plateau=1.05)])
         assert j.margin.startswith("heterogeneous, N = 2, H = 4: |z|")
-        assert _numbers(j.margin, "|z|") == pytest.approx((k * T99[5], T99[5]), rel=2e-3)
+        assert _numbers(j.margin, "|z|") == pytest.approx((k * T99[5], T99[5]), rel=5e-3)
     j = judge(tmp_path, "stationary_matches_prediction", [pool_row(fedlsa_seeds=1, fedlsa_plateau_se=np.nan),
                                                          pool_row(H=8, predicted_plateau=1.2)])
     assert j.margin.startswith("heterogeneous, N = 2, H = 8: |z|")
-    assert _numbers(j.margin, "|z|") == pytest.approx((2.0, T99[5]), rel=2e-3)
+    assert _numbers(j.margin, "|z|") == pytest.approx((2.0, T99[5]), rel=5e-3)
     assert "heterogeneous, N = 2, H = 4: seeds 1, claim >= 2" in j.margin
     j = judge(tmp_path, "stationary_matches_prediction", [pool_row(transient=0.3)])
     assert "heterogeneous, N = 2, H = 4: transient 0.3, claim <= 0.1 (se)" in j.margin
