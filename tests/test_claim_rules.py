@@ -553,3 +553,15 @@ def test_linear_rate_margin_on_the_paths_without_a_fit(tmp_path):
     j = judge("linear_rate", {"f": runs_of(tmp_path, "f", {1: seeds(drop)})}, ["f"])
     assert j.verdict == UNDECIDED and "no seed has a linear phase" in j.decide
     assert j.margin == "K = 1: seeds with a linear phase 0, claim >= 1 (of 3)"
+
+
+def test_linear_rate_without_runs_of_its_participation_has_a_margin(tmp_path):
+    """Runs with 5 of the agents only (participation 5): ``every`` finds no K (0 against >= 1);
+    ``any`` judges them."""
+    f = geometric(0.5, 40, floor=1e-6)
+    paths = {"p": runs_of(tmp_path, "p", {1: seeds(f)}, participation=5)}
+    j = judge("linear_rate", paths, ["p"])
+    assert j.verdict == UNDECIDED and j.rows == [] and j.decide == "runs of rfedags with every agent"
+    assert j.margin == "values of K with rfedags runs (every agent) 0, claim >= 1"
+    j = judge("linear_rate", paths, ["p"], participation="any")
+    assert j.verdict == REPRODUCED and j.margin.startswith("K = 1: decrease ")

@@ -181,7 +181,11 @@ class LinearRate(Rule):
                 rows.append({**({"experiment": e} if len(names) > 1 else {}), "K": str(K), **row})
         verdict = combine(cases)
         if not cases:
-            tests.append(S.value_margin(f"values of K with {p['algorithm']} runs", 0, S.Claim("", low=1)))
+            who = "every agent" if p["participation"] == "every" else "any participation"
+            tests.append(S.value_margin(f"values of K with {p['algorithm']} runs ({who})", 0, S.Claim("", low=1)))
+            notes.append(f"No run of {p['algorithm']} with {who} in {', '.join(f'`{e}`' for e in names)}: "
+                         f"nothing to judge (``participation: any`` judges runs of any participation).")
+            decide.append(f"runs of {p['algorithm']} with {who}")
         return Judgement(verdict, rows, notes,
                          "; ".join(decide) if decide and verdict in (UNDECIDED, PARTLY) else None,
                          S.margin_line(tests))
