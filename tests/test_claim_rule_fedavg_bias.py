@@ -98,3 +98,46 @@ def test_remainders_within_their_noise_do_not_decide_the_order(tmp_path):
     assert j.verdict == UNDECIDED and "eta = 0.1" in j.decide and "relative error" in j.margin
     (tmp_path / "b").mkdir()
     assert judge(ev(tmp_path / "b", lambda eta: np.array([-2 * eta, 2 * eta]))).verdict == NOT
+
+
+def _numbers(margin: str, what: str):
+    """(value, [low, high] or None, bound) of ``"what v [lo, hi], claim <=|>= b"``."""
+    import re
+    m = re.search(re.escape(what) + r" (\S+)(?: \[(\S+), (\S+)\])?, claim [<>]=? (\S+)", margin)
+    assert m, margin
+    return float(m[1]), (float(m[2]), float(m[3])) if m[2] else None, float(m[4])
+
+
+def test_exact_order_margin_is_the_largest_relative_error_against_rel_tol(tmp_path):
+    # deterministic runs: rel. errors 1e-4 / sqrt(5) (eta 0.1) and 1e-5 / sqrt(5) (eta 0.05), se 0
+    cells = [(0.1, [1.0 + 1e-4, 2.0], [1.0, 2.0], 0.0, 1), (0.05, [1.0 + 1e-5, 2.0], [1.0, 2.0], 0.0, 1)]
+    j = judge(runs(tmp_path, cells), order="exact", rel_tol=1e-6)
+    assert j.verdict == NOT and j.margin.startswith("eta = 0.1: largest relative error")
+    v, iv, bound = _numbers(j.margin, "largest relative error")
+    assert abs(v / (1e-4 / np.sqrt(5)) - 1) < 5e-3 and bound == 1e-6
+    assert iv[0] == iv[1] == v and j.margin.endswith("(2 of 2 step sizes resolved)")
+    # noisy seeds: the bracket is the relative error +- se / norm(prediction) of the worst cell
+    (tmp_path / "n").mkdir()
+    j = judge(runs(tmp_path / "n", [(0.1, [1.05, 2.0], [1.0, 2.0], 0.01, 3)]), order="exact", rel_tol=0.1)
+    r = j.rows[0]
+    v, (lo, hi), bound = _numbers(j.margin, "largest relative error")
+    u = r["se"] / r["norm predicted"]
+    assert j.verdict == REPRODUCED and u > 0 and bound == 0.1
+    assert abs(v / r["rel. error"] - 1) < 5e-3
+    assert abs(hi - lo - 2 * u) < 1e-3 * v + 0.01 * u
+
+
+def test_early_undecided_paths_have_a_margin(tmp_path):
+    cells = [(e, [e, -e], [e, -e], 5.0, 3) for e in [0.4, 0.2, 0.1]]    # se >> 0.2 |pred|
+    j = judge(runs(tmp_path, cells))
+    r = j.rows[-1]                                                       # eta = 0.1
+    v, iv, bound = _numbers(j.margin, "se / norm(prediction)")
+    assert j.margin.startswith("eta = 0.1: ") and iv is None and bound == 0.2
+    assert abs(v / (r["se"] / r["norm predicted"]) - 1) < 5e-3 and v > 0.2
+    assert j.margin.endswith("(0 step size(s) resolved, 2 needed)")
+    (tmp_path / "z").mkdir()
+    j = judge(runs(tmp_path / "z", [(0.1, [1.0, 2.0], [0.0, 0.0], 0.0, 1)]))
+    assert j.verdict == UNDECIDED
+    assert j.margin == "step sizes with a nonzero heterogeneity prediction 0, claim >= 1"
+    j = judge(Evidence({"config": {}, "runs": {"e": []}}, ["e"]))
+    assert j.margin == "step sizes with FedAvg runs 0, claim >= 1"

@@ -89,3 +89,39 @@ def test_a_bias_that_swamps_the_variance_is_undecided(tmp_path):
 def test_cells_at_one_n_only_decide_nothing(tmp_path):
     j = judge(tmp_path, "variance_in_n", [cell(10, fed=1.0, scaf=1.0)])
     assert j.verdict == UNDECIDED and j.decide
+
+
+def margin_numbers(margin: str, what: str):
+    """(value, low, high, claim) of the first ``"what v [lo, hi], claim ..."`` in a margin."""
+    import re
+    m = re.search(re.escape(what) + r" (\S+) \[(\S+), (\S+)\], (claim [^;(]+)", margin)
+    assert m, margin
+    return float(m[1]), float(m[2]), float(m[3]), m[4].strip()
+
+
+def test_margin_is_the_ratio_with_z_errors_against_the_expected_band(tmp_path):
+    # FedLSA ratio 8 +- 1.2, z = 2: [5.6, 10.4] against [10/1.5, 10 x 1.5]; SCAFFLSA 10 +- ~0
+    j = judge(tmp_path, "variance_in_n", [cell(10, fed=0.8, fed_se=1e-12, scaf=1.0, scaf_se=1e-12),
+                                          cell(100, fed=0.1, fed_se=0.015, scaf=0.1, scaf_se=1e-12)])
+    fed, scaf = j.margin.split("; ")
+    assert fed.startswith("FedLSA, homogeneous") and scaf.startswith("SCAFFLSA, homogeneous")
+    v, lo, hi, claim = margin_numbers(fed, "ratio")
+    assert (v, lo, hi) == pytest.approx((8.0, 8.0 - 2 * 1.2, 8.0 + 2 * 1.2), rel=1e-3)
+    assert claim == f"claim in [{10 / 1.5:.3g}, 15]"
+    assert margin_numbers(scaf, "ratio")[:3] == pytest.approx((10.0, 10.0, 10.0), rel=1e-3)
+
+
+def test_margin_on_the_undecided_paths(tmp_path):
+    # start not forgotten at N = 100: the ratio 10 is still printed, with why it does not count
+    j = judge(tmp_path, "variance_in_n", [cell(10, fed=1.0, scaf=1.0),
+                                          cell(100, fed=0.1, scaf=0.1, transient=0.02)])
+    fed = j.margin.split("; ")[0]
+    assert margin_numbers(fed, "ratio")[0] == pytest.approx(10.0)
+    assert fed.endswith("(start not forgotten at N = 100)")
+    # FedLSA's variance at N = 100 is -0.05 +- 0.2: [-0.45, 0.35], claim > 0
+    j = judge(tmp_path, "variance_in_n", [cell(10, fed=1.0, scaf=1.0),
+                                          cell(100, fed=-0.05, fed_se=0.2, scaf=0.1)])
+    v, lo, hi, claim = margin_numbers(j.margin, "variance N=100")
+    assert (v, lo, hi) == pytest.approx((-0.05, -0.45, 0.35)) and claim == "claim > 0"
+    j = judge(tmp_path, "variance_in_n", [cell(10, fed=1.0, scaf=1.0)])
+    assert j.margin == "numbers of agents N per (setting, eta, H) 1, claim >= 2"

@@ -534,3 +534,34 @@ def test_linear_rate_of_a_step_to_the_floor_is_undecided_and_says_why(tmp_path):
     step = np.exp(np.r_[0.0, 0.0, 0.0, np.full(20, -5.0)])
     j = judge("linear_rate", {"p": runs_of(tmp_path, "p", {1: seeds(step)})}, ["p"])
     assert j.verdict == UNDECIDED and "no seed has a linear phase of 3 rounds or more" in j.decide
+
+
+def test_linear_rate_margin_on_the_paths_without_a_fit(tmp_path):
+    """Every K's margin: all seeds diverged (3 of 3 against < 3/2), too few recorded rounds (2
+    against MIN_FIT_ROUNDS + 1), a curve that drops to its floor in one round (no seed with a
+    linear phase: 0 against >= 1); and the fitted K's decrease with its interval."""
+    from rfl.claims.curves import MIN_FIT_ROUNDS
+    f1 = geometric(0.8, 60, floor=1e-4)
+    j = judge("linear_rate", {"d": runs_of(tmp_path, "d", {1: seeds(f1), 2: seeds((f1, 1))})}, ["d"])
+    m1, m2 = j.margin.split("; K = 2: ")[0], j.margin.split("; K = 2: ")[1]
+    assert m1.startswith("K = 1: decrease ") and "claim >= 2" in m1
+    assert m2 == "diverged seeds 3, claim < 1.5 (of 3)"
+    j = judge("linear_rate", {"s": runs_of(tmp_path, "s", {1: seeds(geometric(0.5, 1))})}, ["s"])
+    assert j.verdict == UNDECIDED
+    assert j.margin == f"K = 1: recorded rounds (fewest over seeds) 2, claim >= {MIN_FIT_ROUNDS + 1}"
+    drop = np.r_[1.0, np.full(29, 1e-6)]
+    j = judge("linear_rate", {"f": runs_of(tmp_path, "f", {1: seeds(drop)})}, ["f"])
+    assert j.verdict == UNDECIDED and "no seed has a linear phase" in j.decide
+    assert j.margin == "K = 1: seeds with a linear phase 0, claim >= 1 (of 3)"
+
+
+def test_linear_rate_without_runs_of_its_participation_has_a_margin(tmp_path):
+    """Runs with 5 of the agents only (participation 5): ``every`` finds no K (0 against >= 1);
+    ``any`` judges them."""
+    f = geometric(0.5, 40, floor=1e-6)
+    paths = {"p": runs_of(tmp_path, "p", {1: seeds(f)}, participation=5)}
+    j = judge("linear_rate", paths, ["p"])
+    assert j.verdict == UNDECIDED and j.rows == [] and j.decide == "runs of rfedags with every agent"
+    assert j.margin == "values of K with rfedags runs (every agent) 0, claim >= 1"
+    j = judge("linear_rate", paths, ["p"], participation="any")
+    assert j.verdict == REPRODUCED and j.margin.startswith("K = 1: decrease ")

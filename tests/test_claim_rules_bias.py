@@ -223,6 +223,45 @@ def test_bias_ratio_without_the_method_is_undecided(tmp_path):
     assert j["verdict"] == UNDECIDED and "no runs of scaffold" in j["notes"][0]
 
 
+def margin_numbers(margin: str, what: str) -> tuple[float, float, float, str]:
+    """(value, low, high, claim) of the first ``"what v [lo, hi], claim ..."`` in a margin."""
+    import re
+    m = re.search(re.escape(what) + r" (\S+) \[(\S+), (\S+)\], (claim [^;]+)", margin)
+    assert m, margin
+    return float(m[1]), float(m[2]), float(m[3]), m[4]
+
+
+def test_bias_ratio_margin_is_the_ratio_with_z_uncertainties_against_the_factor(tmp_path):
+    """FedRR 0.2 +- 0.05 over FedAvg 1 (exact), z = 3: ratio 0.2 [0.05, 0.35], claim <= 0.25;
+    keeps (factor 1.5): scaffold 1.4 +- 0.1 over 1: [1.1, 1.7] against [1/1.5, 1.5]."""
+    s = Study(tmp_path)
+    s.run("e", 2.0, "fedavg", 1.0)
+    s.run("e", 2.0, "fedrr", 0.25, seed=0).run("e", 2.0, "fedrr", 0.15, seed=1)
+    j = s.judge("bias_ratio", ["e"], {"method": "fedrr", "relation": "removes", "factor": 0.25})
+    v, lo, hi, claim = margin_numbers(j["margin"], "ratio")
+    assert (v, lo, hi) == pytest.approx((0.2, 0.05, 0.35)) and claim == "claim <= 0.25"
+    s = Study(tmp_path / "k")
+    s.run("e", 2.0, "fedavg", 1.0)
+    s.run("e", 2.0, "scaffold", 1.5, seed=0).run("e", 2.0, "scaffold", 1.3, seed=1)
+    j = s.judge("bias_ratio", ["e"], {"method": "scaffold", "relation": "keeps", "factor": 1.5})
+    v, lo, hi, claim = margin_numbers(j["margin"], "ratio")
+    assert (v, lo, hi) == pytest.approx((1.4, 1.1, 1.7)) and claim == "claim in [0.667, 1.5]"
+
+
+def test_bias_ratio_margin_of_an_unresolved_reference_and_of_missing_runs(tmp_path):
+    """FedAvg at 0.05 +- 0.15 (z = 3): its bias [-0.4, 0.5] is not clear of 0."""
+    s = Study(tmp_path)
+    s.run("e", 2.0, "fedavg", 0.2, seed=0).run("e", 2.0, "fedavg", -0.1, seed=1)
+    s.run("e", 2.0, "scaffold", 0.05)
+    j = s.judge("bias_ratio", ["e"], {"method": "scaffold", "relation": "keeps", "factor": 1.5})
+    v, lo, hi, claim = margin_numbers(j["margin"], "fedavg ||bias||")
+    assert (v, lo, hi) == pytest.approx((0.05, -0.4, 0.5)) and claim == "claim > 0"
+    s = Study(tmp_path / "m")
+    s.run("e", 2.0, "fedavg", 1.0)
+    j = s.judge("bias_ratio", ["e"], {"method": "scaffold"})
+    assert j["margin"] == "`e`: no runs of scaffold, claim <= 0.05"
+
+
 # ---- plateau_ratio ---------------------------------------------------------------------------
 def test_plateau_ratio_against_the_reference_on_the_same_dataset(tmp_path):
     """RFedAGS levels at 0.1, its RR at 0.02 (same experiment) and the control at 0.05 (its

@@ -276,6 +276,28 @@ def test_rounds_needed_by_a_geometric_scafflsa_curve(tmp_path, C, r, B, T):
     assert judge(tmp_path / "long", "improves_by_factor", long.to_dict("records")).verdict == REPRODUCED
 
 
+def _numbers(margin: str, what: str) -> tuple[float, float]:
+    """(value, bound) of ``"what v, claim <=|>= b"`` in a margin."""
+    import re
+    m = re.search(re.escape(what) + r" (\S+), claim [<>]=? (\S+?)(?:;| |$)", margin)
+    assert m, margin
+    return float(m[1]), float(m[2])
+
+
+def test_fedlsa_bias_margin_is_the_largest_relative_error_and_window_ratio_against_rel_tol(tmp_path):
+    ok, bad = row(), row(setting="homogeneous", rel_error=0.5, fedlsa_plateau=3.0, fedlsa_window_ratio=1.011)
+    j = judge(tmp_path, "bias_matches_prediction", [ok, bad])
+    rel, win = j.margin.split("; ")
+    assert rel.startswith("homogeneous, N = 2, eta = 0.5, H = 4: ") and win.startswith("homogeneous")
+    assert _numbers(rel, "largest relative error") == pytest.approx((0.5, 0.01))
+    assert _numbers(win, "largest |window start / last - 1|") == pytest.approx((0.011, 0.01))
+    j = judge(tmp_path, "bias_matches_prediction", [row(rel_error=0.004, fedlsa_window_ratio=0.993)], {"rel_tol": 0.25})
+    assert _numbers(j.margin, "largest relative error") == pytest.approx((0.004, 0.25))
+    assert _numbers(j.margin, "|window start / last - 1|") == pytest.approx((0.007, 0.25))
+    assert judge(tmp_path, "bias_matches_prediction", [row(H=1)]).margin == \
+        "cells with the exact oracle and H > 1 0, claim >= 1"
+
+
 # ---- stationary_matches_prediction (pool oracle) -------------------------------------------------
 def pool_row(**kw) -> dict:
     """A pool-oracle cell, 40 rounds, 5 seeds of each method: FedLSA at its prediction 1.0 with
@@ -412,3 +434,19 @@ def test_pool_thresholds_at_equality(tmp_path):
     edge = pool_row(fedlsa_plateau=t_se, scafflsa_plateau=0.0, scafflsa_plateau_se=0.0,
                     predicted_bias_sq_pool=1.0)
     assert judge(tmp_path, "improves_significantly", [edge]).verdict == NOT
+
+
+def test_stationary_margin_is_the_largest_z_against_the_t_quantile(tmp_path):
+    """|z| = |1 - (1 + k t se)| / se = k t_{0.995, 4} against t_{0.995, 4} = 4.604 (printed)."""
+    for k in (0.5, 1.01):
+        j = judge(tmp_path, "stationary_matches_prediction", [pool_row(predicted_plateau=1.0 + k * T99[5] * 0.1),
+                                                             pool_row(H=8, predicted_plateau=1.05)])
+        assert j.margin.startswith("heterogeneous, N = 2, H = 4: |z|")
+        assert _numbers(j.margin, "|z|") == pytest.approx((k * T99[5], T99[5]), rel=5e-3)
+    j = judge(tmp_path, "stationary_matches_prediction", [pool_row(fedlsa_seeds=1, fedlsa_plateau_se=np.nan),
+                                                         pool_row(H=8, predicted_plateau=1.2)])
+    assert j.margin.startswith("heterogeneous, N = 2, H = 8: |z|")
+    assert _numbers(j.margin, "|z|") == pytest.approx((2.0, T99[5]), rel=5e-3)
+    assert "heterogeneous, N = 2, H = 4: seeds 1, claim >= 2" in j.margin
+    j = judge(tmp_path, "stationary_matches_prediction", [pool_row(transient=0.3)])
+    assert "heterogeneous, N = 2, H = 4: transient 0.3, claim <= 0.1 (se)" in j.margin

@@ -36,7 +36,8 @@ the rule joins its cases' margins into ``Judgement.margin``, printed on every ve
 
 API (stable): ``MIN_SEEDS``, ``LEVEL``, ``METHODS``, ``seed_of``, ``by_seed``, ``per_seed``,
 ``paired``, ``Interval``, ``interval``, ``Claim``, ``Test``, ``decide``, ``seeds_needed``,
-``judged``, ``margin_line``; per-seed curve statistics: ``log_ratio_of``, ``tail_level``.
+``judged``, ``margin_line``, ``value_margin`` (the margin of a statistic judged without a
+seed interval: a ratio +- z uncertainties, a largest error, a count); per-seed curve statistics: ``log_ratio_of``, ``tail_level``.
 """
 
 from __future__ import annotations
@@ -303,9 +304,22 @@ def judged(sample, claim: Claim, label: str = "", method: str = "t", log: bool =
     return decide(interval(sample, method, log=log), claim, label, min_seeds)
 
 
+def value_margin(what: str, value: float, claim: Claim, uncertainty: float | None = None,
+                 z: float = 1.0, label: str = "") -> str:
+    """The margin of a statistic judged without a seed interval: ``"label: what v [v - z u,
+    v + z u], claim ..."`` with its uncertainty ``u`` (``z`` of them on each side), or ``"what
+    v, claim ..."`` without one (a count, a largest error)."""
+    head = f"{label}: " if label else ""
+    body = f"{what} {_num(value)}"
+    if uncertainty is not None:
+        body += f" [{_num(value - z * uncertainty)}, {_num(value + z * uncertainty)}]"
+    return f"{head}{body}, {claim.text()}"
+
+
 def margin_line(tests) -> str | None:
-    """The margins of a claim's tests on one line ("; "-joined), None without a test."""
-    parts = [t.margin for t in tests if t is not None]
+    """The margins of a claim's tests on one line ("; "-joined), None without a test; a test
+    may be a ``Test`` or its margin string (``value_margin``)."""
+    parts = [t if isinstance(t, str) else t.margin for t in tests if t is not None]
     return "; ".join(parts) if parts else None
 
 
@@ -317,4 +331,4 @@ def with_outcome(test: Test, outcome: str, why: str | None = None) -> Test:
 __all__ = ["MIN_SEEDS", "LEVEL", "METHODS", "BOOTSTRAP_MIN", "seed_of", "by_seed", "per_seed",
            "paired", "curve_of", "tail_level", "log_ratio_of", "Interval", "interval",
            "sign_rank", "Claim", "Test", "seeds_needed", "decide", "judged", "margin_line",
-           "with_outcome"]
+           "value_margin", "with_outcome"]

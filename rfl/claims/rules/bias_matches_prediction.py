@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import stats as S
 from ..lsa_cells import cells, no_table, where
 from ..rule import Evidence, Judgement, Rule
 from ..verdicts import FAIL, OK, OPEN, PARTLY, UNDECIDED, combine
@@ -35,6 +36,23 @@ def case(r, rel_tol: float) -> tuple[str, str | None]:
     if rel <= rel_tol and abs(ratio - 1) <= rel_tol:
         return OK, None
     return FAIL, None
+
+
+def margin(biased, rel_tol: float) -> str:
+    """The deciding statistics of the cells with H > 1 on one line: the largest relative error
+    and the largest |window start / last - 1| (the cell named), each against ``rel_tol``."""
+    claim = S.Claim("", high=rel_tol)
+    if biased.empty:
+        return S.value_margin("cells with the exact oracle and H > 1", 0, S.Claim("", low=1))
+    parts = []
+    for what, dev in (("relative error", biased["rel_error"].astype(float)),
+                      ("|window start / last - 1|", (biased["fedlsa_window_ratio"].astype(float) - 1).abs())):
+        if dev.notna().any():
+            w = biased.loc[dev.idxmax()]
+            parts.append(S.value_margin(f"largest {what}", float(dev.max()), claim, label=where(w)))
+        else:
+            parts.append(f"{what}: no cell with a prediction and a FedLSA curve, {claim.text()}")
+    return S.margin_line(parts)
 
 
 def rounds_needed(r, rel_tol: float) -> float:
@@ -100,4 +118,5 @@ class BiasMatchesPrediction(Rule):
         if not cases:
             decide.append("a cell with the exact oracle and H > 1")
         return Judgement(verdict, rows, notes,
-                         "; ".join(decide) if decide and verdict in (UNDECIDED, PARTLY) else None)
+                         "; ".join(decide) if decide and verdict in (UNDECIDED, PARTLY) else None,
+                         margin(biased, tol))

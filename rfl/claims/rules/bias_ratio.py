@@ -16,6 +16,7 @@ import numpy as np
 
 from rfl.reporting.figures import method_label
 
+from .. import stats as S
 from ..bias import estimate, more_for, step_of
 from ..rule import Evidence, Judgement, Rule
 from ..verdicts import FAIL, OK, OPEN, combine
@@ -36,6 +37,13 @@ def outcome(r: float, u: float, relation: str, factor: float, z: float) -> str:
     if 1 / factor <= lo and hi <= factor:
         return OK
     return FAIL if hi < 1 / factor or lo > factor else OPEN
+
+
+def claim_of(relation: str, factor: float) -> S.Claim:
+    """The region of the ratio: ``removes`` <= factor, ``keeps`` within [1/factor, factor]."""
+    if relation == "removes":
+        return S.Claim("ratio", high=factor)
+    return S.Claim("ratio", low=1 / factor, high=factor)
 
 
 class BiasRatio(Rule):
@@ -60,7 +68,8 @@ class BiasRatio(Rule):
     def judge(self, ev: Evidence, p: dict) -> Judgement:
         if p["relation"] == "keeps" and p["factor"] <= 1:
             raise ValueError(f"bias_ratio: keeps needs factor > 1, got {p['factor']}")
-        rows, notes, cases, decide = [], [], [], []
+        rows, notes, cases, decide, margins = [], [], [], [], []
+        claim = claim_of(p["relation"], p["factor"])
         for e in ev.names():
             runs = ev.runs(e)
             mine = {k: v for k, v in runs.items() if k[0] == p["method"]}
@@ -69,6 +78,7 @@ class BiasRatio(Rule):
                 cases.append(OPEN)
                 notes.append(f"- `{e}`: no runs of {p['method'] if not mine else p['reference']}.")
                 decide.append(f"`{e}`: runs of {p['method']} and {p['reference']}")
+                margins.append(f"`{e}`: no runs of {p['method'] if not mine else p['reference']}, {claim.text()}")
                 continue
             b_ref = estimate(ref, p["window"])
             for key, tables in mine.items():
@@ -81,11 +91,16 @@ class BiasRatio(Rule):
                     notes.append(f"- `{e}`: {p['reference']}'s bias {b_ref.value:.3g} is within "
                                  f"{p['z']:g} x {b_ref.uncertainty:.2g} of 0.")
                     decide.append(f"`{e}`: {more_for(b_ref, b_ref.value / (2 * p['z']))}")
+                    margins.append(S.value_margin(f"{p['reference']} ||bias||", b_ref.value,
+                                                  S.Claim("", low=0, strict=True), b_ref.uncertainty,
+                                                  p["z"], label=f"`{e}`"))
                     rows.append(row)
                     continue
                 r, u = ratio(b, b_ref)
                 case = outcome(r, u, p["relation"], p["factor"], p["z"])
                 cases.append(case)
+                margins.append(S.value_margin("ratio", r, claim, u, p["z"],
+                                              label=f"`{e}` {method_label(key)}"))
                 row.update(ratio=r, uncertainty=u)
                 rows.append(row)
                 notes.append(f"- `{e}` (eta = {row['eta']:g}): {method_label(key)}'s bias is "
@@ -95,4 +110,5 @@ class BiasRatio(Rule):
                     decide.append(f"`{e}`: the ratio's uncertainty below {margin / p['z']:.2g} "
                                   f"(now {u:.2g}): {more_for(b, b.uncertainty * margin / (p['z'] * u) if u else 0)}")
         verdict = combine(cases)
-        return Judgement(verdict, rows, notes, "; ".join(decide) if decide and OPEN in cases else None)
+        return Judgement(verdict, rows, notes, "; ".join(decide) if decide and OPEN in cases else None,
+                         S.margin_line(margins))

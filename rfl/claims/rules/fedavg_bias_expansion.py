@@ -27,6 +27,7 @@ import numpy as np
 
 from rfl import io
 
+from .. import stats as S
 from ..bias import replica_estimate
 from ..rule import Evidence, Judgement, Rule
 from ..verdicts import NOT, PARTLY, REPRODUCED, UNDECIDED
@@ -130,10 +131,13 @@ class FedAvgBiasExpansion(Rule):
                   "rel. error": r["rel_error"]} for r in rows]
         if not rows:
             return Judgement(UNDECIDED, [], ["No FedAvg run in the claim's experiments."],
-                             "FedAvg runs with a fixed step")
+                             "FedAvg runs with a fixed step",
+                             S.value_margin("step sizes with FedAvg runs", 0, S.Claim("", low=1)))
         if not any(r["has_prediction"] for r in rows):
             return Judgement(UNDECIDED, table, [f"No run records a nonzero {p['part']} prediction."],
-                             "runs whose problem predicts FedAvg's bias (quadratic, logistic)")
+                             "runs whose problem predicts FedAvg's bias (quadratic, logistic)",
+                             S.value_margin(f"step sizes with a nonzero {p['part']} prediction", 0,
+                                            S.Claim("", low=1)))
         resolved = [r for r in rows if r["has_prediction"] and r["se"] <= p["resolve"] * r["norm_predicted"]]
         slope = remainder_slope(resolved)
         notes = [f"{len(resolved)} of {len(rows)} step sizes resolved; remainder "
@@ -142,14 +146,21 @@ class FedAvgBiasExpansion(Rule):
         if len(resolved) < need:
             worst = min((r for r in rows if r["has_prediction"]), key=lambda r: r["eta"])
             factor = (worst["se"] / (p["resolve"] * worst["norm_predicted"])) ** 2
+            margin = (S.value_margin("se / norm(prediction)", worst["se"] / worst["norm_predicted"],
+                                     S.Claim("", high=p["resolve"]), label=f"eta = {worst['eta']:g}")
+                      + f" ({len(resolved)} step size(s) resolved, {need} needed)")
             return Judgement(UNDECIDED, table, notes,
                              f"eta = {worst['eta']:g}: about {factor:.3g} x the seeds x rounds run "
                              f"({worst['seeds']} x {worst['rounds']}) to bring its standard error "
-                             f"below {p['resolve']:g} x the prediction")
+                             f"below {p['resolve']:g} x the prediction", margin)
         if p["order"] == "exact":
             bad = [r for r in resolved if not r["rel_error"] <= p["rel_tol"]]
             notes.append(f"largest relative error {max(r['rel_error'] for r in resolved):.3g}.")
-            return Judgement(NOT if bad else REPRODUCED, table, notes, None)
+            w = max(resolved, key=lambda r: r["rel_error"] if np.isfinite(r["rel_error"]) else np.inf)
+            margin = (S.value_margin("largest relative error", w["rel_error"], S.Claim("", high=p["rel_tol"]),
+                                     w["se"] / w["norm_predicted"], label=f"eta = {w['eta']:g}")
+                      + f" ({len(resolved)} of {len(rows)} step sizes resolved)")
+            return Judgement(NOT if bad else REPRODUCED, table, notes, None, margin)
         # the remainder's order is read only from remainders that stand out of their noise
         # (> Z_REMAINDER standard errors): a slope through remainders within noise of 0 measures
         # the noise, not the expansion's next order

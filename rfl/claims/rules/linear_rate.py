@@ -76,19 +76,25 @@ def judge_k(runs, p: dict, where: str) -> tuple[str, dict, list[str], str | None
         notes.append(f"- {where}: {len(diverged)} of {len(runs)} seeds diverged (first at round {first}); "
                      f"{'the claim fails for it' if 2 * len(diverged) >= len(runs) else 'left out of the fits'}.")
         if 2 * len(diverged) >= len(runs):
-            return FAIL, row, notes + [f"- {where}: fails: the run diverged at round {first} (median over seeds)."], None, []
+            return FAIL, row, notes + [f"- {where}: fails: the run diverged at round {first} (median over seeds)."], None, [
+                S.value_margin("diverged seeds", len(diverged), S.Claim("", high=len(runs) / 2, strict=True),
+                               label=where) + f" (of {len(runs)})"]
     kept = [t for t in runs if not (t["status"] == "diverged").any()]
     fits = S.per_seed(kept, lambda t: 0.0)      # the seeds, in order
     seeds = S.by_seed(kept)
     fit = {s: seed_rate(S.curve_of(seeds[s])) for s in fits.index}
     if any(f["status"] == "insufficient" and len(seeds[s]) <= MIN_FIT_ROUNDS for s, f in fit.items()):
         why = f"fewer than {MIN_FIT_ROUNDS + 1} recorded rounds"
-        return OPEN, row, notes + [f"- {where}: undecided: {why}."], f"{where}: {why}", []
+        return OPEN, row, notes + [f"- {where}: undecided: {why}."], f"{where}: {why}", [
+            S.value_margin("recorded rounds (fewest over seeds)", min(len(t) for t in seeds.values()),
+                           S.Claim("", low=MIN_FIT_ROUNDS + 1), label=where)]
     ok = {s: f for s, f in fit.items() if f["status"] in ("ok", "flat")}
     if not ok:
         why = (f"no seed has a linear phase of {MIN_FIT_ROUNDS + 1} rounds or more (each falls to its "
                f"floor within fewer rounds): record the rounds more finely")
-        return OPEN, row, notes + [f"- {where}: undecided: {why}."], f"{where}: {why}", []
+        return OPEN, row, notes + [f"- {where}: undecided: {why}."], f"{where}: {why}", [
+            S.value_margin("seeds with a linear phase", 0, S.Claim("", low=1), label=where)
+            + f" (of {len(fit)})"]
     slope = pd.Series({s: f["slope"] for s, f in ok.items()}, dtype=float)
     decrease = pd.Series({s: f["decrease"] for s, f in ok.items()}, dtype=float)
     linear = pd.Series({s: f["linearity"] for s, f in ok.items()}, dtype=float)
@@ -174,6 +180,12 @@ class LinearRate(Rule):
                     decide.append(d)
                 rows.append({**({"experiment": e} if len(names) > 1 else {}), "K": str(K), **row})
         verdict = combine(cases)
+        if not cases:
+            who = "every agent" if p["participation"] == "every" else "any participation"
+            tests.append(S.value_margin(f"values of K with {p['algorithm']} runs ({who})", 0, S.Claim("", low=1)))
+            notes.append(f"No run of {p['algorithm']} with {who} in {', '.join(f'`{e}`' for e in names)}: "
+                         f"nothing to judge (``participation: any`` judges runs of any participation).")
+            decide.append(f"runs of {p['algorithm']} with {who}")
         return Judgement(verdict, rows, notes,
                          "; ".join(decide) if decide and verdict in (UNDECIDED, PARTLY) else None,
                          S.margin_line(tests))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import stats as S
 from ..lsa_cells import cells, no_table, rounds_for_window_start, t_quantile, where
 from ..rule import Evidence, Judgement, Rule
 from ..verdicts import FAIL, OK, OPEN, PARTLY, UNDECIDED, combine
@@ -55,6 +56,31 @@ def case(r, level: float, tail: float) -> tuple[str, str | None, str | None]:
     return FAIL, f"|measured - predicted| = {err:.3g} > {tol:.3g}", None
 
 
+def margin(t, level: float) -> str:
+    """The deciding statistic on one line: the cell with the largest |z| = |measured -
+    predicted| / se relative to its tolerance t_S (the two-sided ``level`` Student quantile),
+    against t_S; then each cell kept undecided by its seeds or its transient, with its bound."""
+    z = ((t["fedlsa_plateau"] - t["predicted_plateau"]).abs() / t["fedlsa_plateau_se"]).astype(float)
+    tq = t["fedlsa_seeds"].map(lambda n: t_quantile(n, level)).astype(float)
+    z = z.where(np.isfinite(tq))
+    parts = []
+    if z.notna().any():
+        i = (z / tq).idxmax()
+        parts.append(S.value_margin("|z|", float(z[i]), S.Claim("", high=float(tq[i])), label=where(t.loc[i], eta=False)))
+    else:
+        parts.append(f"|z|: no cell with a prediction and 2 seeds, claim <= t_{level:g}")
+    for i, r in t.iterrows():
+        if r["fedlsa_plateau"] == np.inf:
+            parts.append(f"{where(r, eta=False)}: FedLSA diverged (plateau inf)")
+        elif not (r["fedlsa_seeds"] >= 2 and np.isfinite(r["fedlsa_plateau_se"])):
+            parts.append(S.value_margin("seeds", int(r["fedlsa_seeds"]), S.Claim("", low=2), label=where(r, eta=False)))
+        elif np.isfinite(z[i]) and not r["transient"] <= r["fedlsa_plateau_se"]:
+            parts.append(S.value_margin("transient", float(r["transient"]),
+                                        S.Claim("", high=float(r["fedlsa_plateau_se"])), label=where(r, eta=False))
+                         + " (se)")
+    return S.margin_line(parts)
+
+
 class StationaryMatchesPrediction(Rule):
     name = "stationary_matches_prediction"
     summary = "FedLSA's plateau within the two-sided Student-t multiple of its seed standard error of bias^2 + variance"
@@ -91,4 +117,5 @@ class StationaryMatchesPrediction(Rule):
                      + (f" (largest |z| = {np.nanmax(z):.2f})." if np.isfinite(z).any() else "."))
         verdict = combine(cases)
         return Judgement(verdict, rows, notes,
-                         "; ".join(decide) if decide and verdict in (UNDECIDED, PARTLY) else None)
+                         "; ".join(decide) if decide and verdict in (UNDECIDED, PARTLY) else None,
+                         margin(t, p["level"]))

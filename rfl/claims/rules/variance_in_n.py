@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import stats as S
 from ..lsa_cells import cells, no_table
 from ..rule import Evidence, Judgement, Rule
 from ..verdicts import FAIL, OK, OPEN, UNDECIDED, combine
@@ -80,13 +81,14 @@ class VarianceInN(Rule):
         if t is None or t.empty:
             return no_table(UNDECIDED)
         t = t[t["oracle"] == "pool"]
-        rows, notes, cases, decide = [], [], [], []
+        rows, notes, cases, decide, margins = [], [], [], [], []
         for (setting, eta, H), g in t.groupby(["setting", "eta", "H"], sort=False):
             Ns = sorted(g["N"].unique())
             if len(Ns) < 2:
                 continue
             small, large = (g[g["N"] == Ns[0]].iloc[0], g[g["N"] == Ns[-1]].iloc[0])
             expected = Ns[-1] / Ns[0]
+            claim = S.Claim("ratio", low=expected / p["factor"], high=expected * p["factor"])
             for alg in ALGORITHMS:
                 where = f"{alg}, {setting}, eta = {eta:g}, H = {int(H)}"
                 vs, vl = variance(small, alg), variance(large, alg)
@@ -96,19 +98,28 @@ class VarianceInN(Rule):
                        "ratio": np.nan, "uncertainty": np.nan, "expected": expected}
                 rows.append(row)
                 late = [n for n, c in ((Ns[0], small), (Ns[-1], large)) if not stationary(c, alg, p["z"])]
+                positive = vs[0] > 0 and vl[0] > 0 and np.isfinite(vs[1]) and np.isfinite(vl[1])
+                if positive:
+                    r, u = ratio(vs, vl)
+                    margins.append(S.value_margin("ratio", r, claim, u, p["z"], label=where)
+                                   + (f" (start not forgotten at N = {', '.join(str(int(n)) for n in late)})"
+                                      if late else ""))
+                else:
+                    margins.append("; ".join(
+                        S.value_margin(f"variance N={int(n)}", v[0], S.Claim("", low=0, strict=True),
+                                       v[1], p["z"], label=where) for n, v in ((Ns[0], vs), (Ns[-1], vl))))
                 if late:
                     cases.append(OPEN)
                     notes.append(f"- {where}: start not forgotten at N = {', '.join(str(int(n)) for n in late)}.")
                     decide.append(f"{where}: more rounds at N = {', '.join(str(int(n)) for n in late)}")
                     continue
-                if not (vs[0] > 0 and vl[0] > 0 and np.isfinite(vs[1]) and np.isfinite(vl[1])):
+                if not positive:
                     cases.append(OPEN)
                     notes.append(f"- {where}: a variance not positive or without standard error "
                                  f"({vs[0]:.3g}, {vl[0]:.3g}).")
                     decide.append(f"{where}: more seeds (variance {vs[0]:.3g} +- {vs[1]:.2g} at "
                                   f"N = {int(Ns[0])}, {vl[0]:.3g} +- {vl[1]:.2g} at N = {int(Ns[-1])})")
                     continue
-                r, u = ratio(vs, vl)
                 row.update(ratio=r, uncertainty=u)
                 case = outcome(r, u, expected, p["factor"], p["z"])
                 cases.append(case)
@@ -120,7 +131,11 @@ class VarianceInN(Rule):
                     decide.append(f"{where}: about {need:.1f}x the seeds ({seeds} now) to bring the "
                                   f"ratio's uncertainty below {margin / p['z']:.2g}")
         if not cases:
+            most = max((g["N"].nunique() for _, g in t.groupby(["setting", "eta", "H"])), default=0)
             return Judgement(UNDECIDED, rows, ["No cell at two numbers of agents."],
-                             "cells of one setting, eta and H at two numbers of agents N")
+                             "cells of one setting, eta and H at two numbers of agents N",
+                             S.value_margin("numbers of agents N per (setting, eta, H)", most,
+                                            S.Claim("", low=2)))
         verdict = combine(cases)
-        return Judgement(verdict, rows, notes, "; ".join(decide) if OPEN in cases else None)
+        return Judgement(verdict, rows, notes, "; ".join(decide) if OPEN in cases else None,
+                         S.margin_line(margins))
