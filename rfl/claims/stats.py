@@ -36,7 +36,8 @@ the rule joins its cases' margins into ``Judgement.margin``, printed on every ve
 
 API (stable): ``MIN_SEEDS``, ``LEVEL``, ``METHODS``, ``seed_of``, ``by_seed``, ``per_seed``,
 ``paired``, ``Interval``, ``interval``, ``Claim``, ``Test``, ``decide``, ``seeds_needed``,
-``judged``, ``margin_line``; per-seed curve statistics: ``log_ratio_of``, ``tail_level``.
+``judged``, ``margin_line``, ``bound_margin`` (a case decided from one number: a table's
+cell, a median curve); per-seed curve statistics: ``log_ratio_of``, ``tail_level``.
 """
 
 from __future__ import annotations
@@ -304,9 +305,20 @@ def judged(sample, claim: Claim, label: str = "", method: str = "t", log: bool =
 
 
 def margin_line(tests) -> str | None:
-    """The margins of a claim's tests on one line ("; "-joined), None without a test."""
-    parts = [t.margin for t in tests if t is not None]
+    """The margins of a claim's tests on one line ("; "-joined), None without a test; a test
+    may be a ``Test`` or its margin (a string, e.g. from ``bound_margin``)."""
+    parts = [t if isinstance(t, str) else t.margin for t in tests if t is not None]
     return "; ".join(parts) if parts else None
+
+
+def bound_margin(what: str, value: float, claim: Claim, label: str = "",
+                 iv: Interval | None = None) -> str:
+    """The margin of a case decided from one number, not an interval across seeds (a table's
+    cell, a median curve): ``"label: what 0.049, claim <= 0.05"``; with ``iv`` (the same
+    statistic per seed) also ``"per seed 0.4 [0.38, 0.42] (3 seeds, t)"`` before the claim."""
+    seeds = "" if iv is None or iv.n == 0 else (
+        f" per seed {iv.text()} ({iv.n} seed{'s' if iv.n != 1 else ''}, {iv.method}),")
+    return (f"{label}: " if label else "") + f"{what} {_num(value)},{seeds} {claim.text()}"
 
 
 def with_outcome(test: Test, outcome: str, why: str | None = None) -> Test:
@@ -317,4 +329,5 @@ def with_outcome(test: Test, outcome: str, why: str | None = None) -> Test:
 __all__ = ["MIN_SEEDS", "LEVEL", "METHODS", "BOOTSTRAP_MIN", "seed_of", "by_seed", "per_seed",
            "paired", "curve_of", "tail_level", "log_ratio_of", "Interval", "interval",
            "sign_rank", "Claim", "Test", "seeds_needed", "decide", "judged", "margin_line",
+           "bound_margin",
            "with_outcome"]
