@@ -76,12 +76,22 @@ def test_converges_to_objective_reproduced(tmp_path):
     assert rows["biased p_i given"]["ratio F~"] == pytest.approx((0.02 + tail) / 2, rel=1e-12)
     assert rows["bernoulli p_i given"]["ratio F"] == pytest.approx((0.01 + tail) / 1, rel=1e-12)
     assert rows["bernoulli p_i given"]["ratio F~"] == pytest.approx((2.0 + tail) / 2, rel=1e-12)
+    # the biased scheme: its target F~ at 0.02 / 2 = 0.01 of the gap, F at 1 / 1 of F's gap
+    b = rows["biased p_i given"]["method"]
+    assert (f"`e`, {b}: plateau / gap in F~ 0.01, claim <= 0.1; `e`, {b}: plateau / gap in F 1, "
+            f"claim in [0.5, 1.5]") in r["margin"]
+    u = rows["bernoulli p_i given"]["method"]
+    assert (f"`e`, {u}: plateau / gap in F 0.01, claim <= 0.1; `e`, {u}: plateau / gap in F~ 1, "
+            f"claim in [0.5, 1.5]") in r["margin"]
+    assert r["margin"].count("; ") == 5                  # three schemes, two cases each
 
 
 @pytest.mark.parametrize("floor, verdict", [(0.19, REPRODUCED), (0.21, PARTLY)])
 def test_target_plateau_threshold_small(tmp_path, floor, verdict):
     """The biased run's plateau against F~ at 0.095 / 0.105 x its gap 2 (small = 0.1), levelled."""
-    assert _verdict(_study(tmp_path, biased_target_floor=floor).judge("converges_to_objective")) == verdict
+    r = _study(tmp_path, biased_target_floor=floor).judge("converges_to_objective")
+    assert _verdict(r) == verdict
+    assert f"plateau / gap in F~ {floor / 2:.3g}, claim <= 0.1" in r["margin"]
 
 
 @pytest.mark.parametrize("other, verdict", [(1.45, REPRODUCED), (1.55, PARTLY), (0.55, REPRODUCED),
@@ -130,6 +140,8 @@ def test_sooner_in_time_both_sides(tmp_path):
     r = _time_study(tmp_path / "a", 2.0, 5.0).judge("sooner_in_time", {"level_factors": [2.0, 1.2]})
     assert _verdict(r) == REPRODUCED
     assert all(row["time ratio"] == pytest.approx(0.4) for row in r["rows"])
+    assert r["margin"] == ("`e`, c = 2: time ratio (medians) 0.4, claim < 1; "
+                           "`e`, c = 1.2: time ratio (medians) 0.4, claim < 1")
     assert _verdict(_time_study(tmp_path / "b", 5.0, 2.0).judge("sooner_in_time")) == NOT
     assert _verdict(_time_study(tmp_path / "c", 3.0, 3.0).judge("sooner_in_time")) == NOT   # a tie is not sooner
 
@@ -149,4 +161,24 @@ def test_sooner_in_time_level_from_the_higher_plateau(tmp_path):
 
 
 def test_sooner_in_time_without_time_column_undecided(tmp_path):
-    assert _verdict(_time_study(tmp_path, 1.0, 2.0, with_time=False).judge("sooner_in_time")) == UNDECIDED
+    r = _time_study(tmp_path, 1.0, 2.0, with_time=False).judge("sooner_in_time")
+    assert _verdict(r) == UNDECIDED and r["margin"] == "`e`: no time ratio, claim < 1"
+
+
+def test_sooner_in_time_margin_has_the_per_seed_interval(tmp_path):
+    """Three seeds, the same curve; a round of the first scheme costs 2, of the second 4, 5, 8
+    by seed: both reach the level at the same round R, the median times are 2R and 5R (ratio
+    0.4), the per-seed ratios 1/2, 2/5, 1/4, whose t interval on the log scale is
+    exp(mean +- t_{0.975, 2} sd / sqrt(3)) around the geometric mean 0.05^(1/3)."""
+    from scipy import stats as sps
+    s, T = Study(tmp_path), 300
+    for seed, cost in enumerate((4.0, 5.0, 8.0)):
+        s.run("e", BERN, decay(0.01, T), time=2.0 * np.arange(T + 1), gaps=None, seed=seed)
+        s.run("e", 3, decay(0.01, T), time=cost * np.arange(T + 1), gaps=None, seed=seed)
+    r = s.judge("sooner_in_time")
+    assert _verdict(r) == REPRODUCED
+    logs = np.log([0.5, 0.4, 0.25])
+    half = sps.t.ppf(0.975, 2) * np.std(logs, ddof=1) / np.sqrt(3)
+    e, lo, hi = (np.exp(logs.mean() + d) for d in (0.0, -half, half))
+    assert r["margin"] == (f"`e`, c = 2: time ratio (medians) 0.4, per seed {e:.3g} [{lo:.3g}, {hi:.3g}] "
+                           f"(3 seeds, t), claim < 1")

@@ -81,6 +81,7 @@ def test_rfedags_comparable_on_both_sides_of_the_relative_gap(tmp_path, g, want)
     assert row["r"] == "3" and row["best of RFedAGS-K=*"] == pytest.approx(0.4 * (1 + g))
     assert row["best of RSD, RCG, RLBFGS"] == 0.4 and row["relative gap"] == pytest.approx(g)
     assert "5% (relative)" in res["rule_text"]
+    assert res["margin"] == f"r = 3: relative gap {g:.3g}, claim <= 0.05"
 
 
 def test_the_gap_is_between_the_best_of_each_side(tmp_path):
@@ -118,6 +119,8 @@ def test_per_r_partly_and_an_r_without_a_side_undecided(tmp_path):
     cells = {**gap_cells(3, 0.01), (4, "RFedAGS-K=1"): 0.4}
     res = judged(spec_for(tmp_path / "b", table2(cells)), "best_within", COMPARABLE)
     assert res["verdict"] == UNDECIDED and res["decide"] == "a finite nmse_mean of both sides at r = 4"
+    assert res["margin"] == ("r = 3: relative gap 0.01, claim <= 0.05; "
+                             "r = 4: relative gap nan, claim <= 0.05")
     # ... and with a failing r beside it: partly, still saying what would decide the rest
     cells.update(gap_cells(5, 0.2))
     res = judged(spec_for(tmp_path / "c", table2(cells)), "best_within", COMPARABLE)
@@ -133,6 +136,7 @@ def test_rfedavg_close_to_rfedags_k1_on_both_sides(tmp_path, diff, want):
     res = judged(spec_for(tmp_path, table2(gap_cells(3, 0.0, avg=diff)), rs=(3,)), "best_within", AVG_K1)
     assert res["verdict"] == want
     assert res["rows"][0]["difference"] == pytest.approx(diff)
+    assert res["margin"] == f"r = 3: |difference| {abs(diff):.3g}, claim <= 0.005"   # the size, either sign
     assert "differs by at most 0.005 from the lowest of RFedAGS-K=1" in res["rule_text"]
 
 
@@ -169,6 +173,9 @@ def test_table2_cells_against_the_paper(tmp_path, diffs, want, largest):
     assert res["notes"][0] == (f"{n_within} of 4 cells are within 0.02 of the paper's value; the largest "
                                f"difference is {largest}; mean signed difference (ours - paper) "
                                f"{np.mean([cells[k] - PAPER_CELLS[k] for k in cells]):+.3f}.")
+    where = largest.split(" ", 1)[1]
+    assert res["margin"] == (f"cells within 0.02: {n_within} of 4; largest |ours - paper| {where} "
+                             f"{max(abs(d) for d in diffs):.3g}, claim <= 0.02")
 
 
 def test_cells_tolerance_is_inclusive(tmp_path):
@@ -191,6 +198,8 @@ def test_a_cell_not_measured_is_undecided(tmp_path):
         f"mean signed difference (ours - paper) {np.mean([0.01, -0.05, 0.01]):+.3f}.",
         "1 of 4 cells have no measured value: RFedAGS-K=1, r = 3."]
     assert res["decide"] == "a measured value for RFedAGS-K=1, r = 3"
+    assert res["margin"] == ("cells within 0.02: 2 of 4 (1 without a value); largest |ours - paper| "
+                             "(RCG, r = 3) 0.05, claim <= 0.02")
     # without the failing cell: undecided; with nothing measured: undecided
     cells[(3, "RCG")] = 0.45
     assert judged(spec_for(tmp_path / "b", table2(cells, paper)), "cells_within")["verdict"] == UNDECIDED
@@ -231,6 +240,10 @@ def test_ordering_over_r(tmp_path):
                                       "RFedAGS-K=1": ["4", "5", 0.5, 0.45, 0.45]}
     assert res["notes"] == ["No measured value: RFedAvg at r = 5."]
     assert res["decide"] == "a measured value for RFedAvg at r = 5"
+    # RSD: down, down as the paper; RCG: down, down against up, up; RFedAGS-K=1: down, flat
+    # against down, down
+    assert res["margin"] == ("steps in the paper's direction 3 of 6 (RCG 0 of 2, RFedAGS-K=1 1 of 2), "
+                             "claim all; 1 method without a value")
 
 
 def test_ordering_reproduced_not_and_undecided(tmp_path):
@@ -252,6 +265,7 @@ def test_ordering_reproduced_not_and_undecided(tmp_path):
     ours[(5, "RFedAGS-K=1")] = 0.44
     res = judged(spec_for(tmp_path / "b", table2(ours, paper)), "same_direction")
     assert res["verdict"] == REPRODUCED and len(res["rows"]) == 2
+    assert res["margin"] == "steps in the paper's direction 4 of 4, claim all"
     # one r only: nothing to order
     res = judged(spec_for(tmp_path / "c", table2({k: x for k, x in ours.items() if k[0] == 3}, paper)),
                  "same_direction")

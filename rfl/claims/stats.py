@@ -36,8 +36,10 @@ the rule joins its cases' margins into ``Judgement.margin``, printed on every ve
 
 API (stable): ``MIN_SEEDS``, ``LEVEL``, ``METHODS``, ``seed_of``, ``by_seed``, ``per_seed``,
 ``paired``, ``Interval``, ``interval``, ``Claim``, ``Test``, ``decide``, ``seeds_needed``,
-``judged``, ``margin_line``, ``value_margin`` (the margin of a statistic judged without a
-seed interval: a ratio +- z uncertainties, a largest error, a count); per-seed curve statistics: ``log_ratio_of``, ``tail_level``.
+``judged``, ``margin_line``, ``value_margin`` (the margin of a case judged without a seed
+interval: a table's cell, a median curve, a ratio +- z uncertainties, a largest error, a count;
+optionally with the same statistic's interval across seeds); per-seed curve statistics:
+``log_ratio_of``, ``tail_level``.
 """
 
 from __future__ import annotations
@@ -305,14 +307,18 @@ def judged(sample, claim: Claim, label: str = "", method: str = "t", log: bool =
 
 
 def value_margin(what: str, value: float, claim: Claim, uncertainty: float | None = None,
-                 z: float = 1.0, label: str = "") -> str:
-    """The margin of a statistic judged without a seed interval: ``"label: what v [v - z u,
+                 z: float = 1.0, label: str = "", iv: Interval | None = None) -> str:
+    """The margin of a case judged without a seed interval: ``"label: what v [v - z u,
     v + z u], claim ..."`` with its uncertainty ``u`` (``z`` of them on each side), or ``"what
-    v, claim ..."`` without one (a count, a largest error)."""
+    v, claim ..."`` without one (a table's cell, a median curve, a count, a largest error);
+    with ``iv`` (the same statistic per seed) also ``"per seed 0.4 [0.38, 0.42] (3 seeds, t)"``
+    before the claim."""
     head = f"{label}: " if label else ""
     body = f"{what} {_num(value)}"
     if uncertainty is not None:
         body += f" [{_num(value - z * uncertainty)}, {_num(value + z * uncertainty)}]"
+    if iv is not None and iv.n > 0:
+        body += f", per seed {iv.text()} ({iv.n} seed{'s' if iv.n != 1 else ''}, {iv.method})"
     return f"{head}{body}, {claim.text()}"
 
 

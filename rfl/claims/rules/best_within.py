@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import stats as S
 from ..cells import WHERE, cells, matching, selection
 from ..rule import Evidence, Judgement, Rule
 from ..verdicts import FAIL, OK, OPEN, PARTLY, UNDECIDED, combine
@@ -64,10 +65,12 @@ class BestWithin(Rule):
         if t is None or t.empty:
             what = "absent" if t is None else "without a row of this selection"
             return Judgement(UNDECIDED, notes=[f"Table {selection(p['table'], p['where'])} is {what}."],
-                             decide=f"the workflow's table `{p['table']}` with these rows")
+                             decide=f"the workflow's table `{p['table']}` with these rows",
+                             margin=f"no row to compare, claim gap <= {p['tolerance']:g}")
         a_name, b_name = label(p["methods"]), label(p["reference"])
         g_name = "relative gap" if p["scale"] == "relative" else "difference"
-        rows, cases, open_keys = [], [], []
+        claim = S.Claim(g_name if p["sided"] == "above" else f"|{g_name}|", high=p["tolerance"])
+        rows, cases, open_keys, margins = [], [], [], []
         for k, sub in t.groupby(p["by"], sort=True):
             best = sub.loc[matching(sub["method"], p["methods"]), p["value"]].min()
             ref = sub.loc[matching(sub["method"], p["reference"]), p["value"]].min()
@@ -76,7 +79,9 @@ class BestWithin(Rule):
             if cases[-1] == OPEN:
                 open_keys.append(str(k))
             rows.append({p["by"]: str(k), a_name: best, b_name: ref, g_name: g})
+            margins.append(S.value_margin(claim.what, g if p["sided"] == "above" else abs(g), claim,
+                                          label=f"{p['by']} = {k}"))
         verdict = combine(cases)
         decide = (f"a finite {p['value']} of both sides at {p['by']} = {', '.join(open_keys)}"
                   if open_keys and verdict in (UNDECIDED, PARTLY) else None)
-        return Judgement(verdict, rows, decide=decide)
+        return Judgement(verdict, rows, decide=decide, margin=S.margin_line(margins))

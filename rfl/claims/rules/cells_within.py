@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import stats as S
 from ..cells import WHERE, cells, selection
 from ..rule import Evidence, Judgement, Rule
 from ..verdicts import FAIL, OK, OPEN, PARTLY, UNDECIDED, combine
@@ -40,7 +41,8 @@ class CellsWithin(Rule):
                     "The paper reports no value for the cells run here; no comparison.")
             return Judgement(UNDECIDED, notes=[note], decide=(
                 f"runs at {p['by']} = {', '.join(keys)}, where the paper reports values" if keys
-                else "cells the paper reports a value for"))
+                else "cells the paper reports a value for"),
+                margin=f"no cell with a paper value, claim |ours - paper| <= {p['tolerance']:g}")
         diff = known[p["value"]].astype(float) - known[p["paper"]].astype(float)
         cases = [OPEN if np.isnan(d) else OK if abs(d) <= p["tolerance"] else FAIL for d in diff]
         notes = []
@@ -55,6 +57,12 @@ class CellsWithin(Rule):
         if open_cells:
             notes.append(f"{missing} of {len(cases)} cells have no measured value: {'; '.join(open_cells)}.")
         verdict = combine(cases)
+        where = (f" ({known.loc[worst, 'method']}, {p['by']} = {known.loc[worst, p['by']]})"
+                 if missing < len(cases) else "")
+        margin = (f"cells within {p['tolerance']:g}: {within} of {len(cases)}"
+                  + (f" ({missing} without a value)" if missing else "") + "; "
+                  + S.value_margin(f"largest |ours - paper|{where}", diff.abs().max(),
+                                   S.Claim("|ours - paper|", high=p["tolerance"])))
         decide = (f"a measured value for {'; '.join(open_cells)}"
                   if open_cells and verdict in (UNDECIDED, PARTLY) else None)
-        return Judgement(verdict, notes=notes, decide=decide)
+        return Judgement(verdict, notes=notes, decide=decide, margin=margin)

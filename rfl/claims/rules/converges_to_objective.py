@@ -17,6 +17,7 @@ import numpy as np
 
 from rfl.reporting.figures import method_label
 
+from .. import stats as S
 from ..curves import levelled, median_curve, plateau
 from ..rule import Evidence, Judgement, Rule
 from ..verdicts import FAIL, OK, OPEN, PARTLY, UNDECIDED, combine
@@ -73,19 +74,23 @@ class ConvergesToObjective(Rule):
                 f"within {p['level_factor']:g}x of the 10% before), is undecided while it still falls")
 
     def judge(self, ev: Evidence, p: dict) -> Judgement:
-        rows, cases, notes, decide = [], [], [], []
+        rows, cases, notes, decide, margins = [], [], [], [], []
+        near = S.Claim("plateau / gap", high=p["small"])
+        off = S.Claim("plateau / gap", low=1 - p["tol"], high=1 + p["tol"])
         for e in ev.names():
             g = gaps(ev, e)
             if g is None:
                 cases.append(OPEN)
                 notes.append(f"- `{e}`: no run recorded a weighted objective (experiments.{e}.weighted_objective).")
                 decide.append(f"`{e}`: runs with a weighted objective")
+                margins.append(f"`{e}`: no gap between the minimisers recorded")
                 continue
             if not (g["gap_F"] > 0 and g["gap_weighted"] > 0):
                 cases.append(OPEN)
                 notes.append(f"- `{e}`: the minimisers of F and F~ coincide (gaps {g['gap_F']:.3g}, "
                              f"{g['gap_weighted']:.3g}): nothing to tell apart.")
                 decide.append(f"`{e}`: unequal p_i on heterogeneous agents")
+                margins.append(f"`{e}`: gaps {g['gap_F']:.3g}, {g['gap_weighted']:.3g}, claim > 0")
                 continue
             parts = participations(ev, e)
             for key, runs in ev.runs(e).items():
@@ -105,6 +110,10 @@ class ConvergesToObjective(Rule):
                 outcome = case(stats[target], stats[other], p["small"], p["tol"])
                 cases.append(outcome)
                 where = f"`{e}`, {method_label(key)}"
+                names = {"excess_risk": "F", "excess_risk_weighted": "F~"}
+                margins.append(S.value_margin(f"plateau / gap in {names[target]}", stats[target]["ratio"],
+                                              near, label=where) + "; " + S.value_margin(
+                    f"plateau / gap in {names[other]}", stats[other]["ratio"], off, label=where))
                 if outcome == OPEN and stats[target]["curve"] is not None:
                     c = stats[target]["curve"]
                     decide.append(more_rounds(where, c, int(c.dropna().index[-1]), p["level_factor"]))
@@ -120,4 +129,5 @@ class ConvergesToObjective(Rule):
         if not rows and not notes:
             decide.append("Bernoulli or biased schemes in the experiments")
         return Judgement(verdict, rows, notes,
-                         "; ".join(decide) if decide and verdict in (UNDECIDED, PARTLY) else None)
+                         "; ".join(decide) if decide and verdict in (UNDECIDED, PARTLY) else None,
+                         S.margin_line(margins) or "no Bernoulli or biased scheme run")

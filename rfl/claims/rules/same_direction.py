@@ -12,9 +12,20 @@ from ..rule import Evidence, Judgement, Rule
 from ..verdicts import FAIL, OK, OPEN, PARTLY, UNDECIDED, combine
 
 
-def same(ours: pd.Series, paper: pd.Series) -> bool:
-    """Every step between consecutive keys has the sign of the paper's step (up, down or flat)."""
-    return bool((np.sign(np.diff(ours.to_numpy(float))) == np.sign(np.diff(paper.to_numpy(float)))).all())
+def agree(ours: pd.Series, paper: pd.Series) -> np.ndarray:
+    """Per step between consecutive keys, whether ours has the sign of the paper's step (up,
+    down or flat); shape (len(ours) - 1,)."""
+    return np.sign(np.diff(ours.to_numpy(float))) == np.sign(np.diff(paper.to_numpy(float)))
+
+
+def margin(steps: dict, pending: list[str]) -> str:
+    """``"steps in the paper's direction 5 of 6 (RFedAvg 1 of 2), claim all"``: ``steps``:
+    method -> its ``agree`` array; the methods without a value (``pending``) are counted apart."""
+    n = sum(len(a) for a in steps.values())
+    off = [f"{m} {int(a.sum())} of {len(a)}" for m, a in steps.items() if not a.all()]
+    return (f"steps in the paper's direction {sum(int(a.sum()) for a in steps.values())} of {n}"
+            + (f" ({', '.join(off)})" if off else "") + ", claim all"
+            + (f"; {len(pending)} method{'s' if len(pending) != 1 else ''} without a value" if pending else ""))
 
 
 class SameDirection(Rule):
@@ -42,8 +53,9 @@ class SameDirection(Rule):
             why = (f"Table {selection(p['table'], p['where'])} is absent." if t is None else
                    f"Fewer than two {a} with a paper value: no order to compare.")
             return Judgement(UNDECIDED, notes=[why],
-                             decide=f"runs at two or more {a} the paper reports")
-        rows, cases, notes, pending = [], [], [], []
+                             decide=f"runs at two or more {a} the paper reports",
+                             margin=f"no two {a} to compare, claim all steps in the paper's direction")
+        rows, cases, notes, pending, steps = [], [], [], [], {}
         for method, sub in t.groupby("method", sort=False):
             by = sub.set_index(a)
             if not set(keys) <= set(by.index) or by.loc[keys, p["paper"]].isna().any():
@@ -53,7 +65,8 @@ class SameDirection(Rule):
                 cases.append(OPEN)
                 pending.append(f"{method} at {a} = {', '.join(str(k) for k in ours.index[ours.isna()])}")
                 continue
-            cases.append(OK if same(ours, paper) else FAIL)
+            steps[method] = agree(ours, paper)
+            cases.append(OK if steps[method].all() else FAIL)
             rows.append({"method": method, f"best {a} (ours)": str(ours.idxmin()),
                          f"best {a} (paper)": str(paper.idxmin()),
                          **{f"{a} = {k}": float(ours.loc[k]) for k in keys}})
@@ -64,4 +77,4 @@ class SameDirection(Rule):
         verdict = combine(cases)
         decide = (f"a measured value for {'; '.join(pending)}" if pending and verdict in (UNDECIDED, PARTLY)
                   else f"a method with a paper value at every {a} run" if not cases else None)
-        return Judgement(verdict, rows, notes, decide)
+        return Judgement(verdict, rows, notes, decide, margin(steps, pending))

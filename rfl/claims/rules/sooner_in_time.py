@@ -15,6 +15,7 @@ import numpy as np
 
 from rfl.reporting.figures import method_label, summarise
 
+from .. import stats as S
 from ..curves import median_curve, plateau, rounds_to
 from ..rule import Evidence, Judgement, Rule
 from ..verdicts import FAIL, OK, OPEN, PARTLY, UNDECIDED, combine
@@ -40,6 +41,12 @@ def time_to(runs, level: float) -> tuple[float, float]:
     return t, float(summarise(runs, "time")["median"].loc[t])
 
 
+def seed_time(level: float):
+    """Per run table, the simulated time at its first round at or below ``level`` (NaN if
+    never): the per-seed statistic behind the time ratio's interval."""
+    return lambda table: time_to([table], level)[1]
+
+
 class SoonerInTime(Rule):
     name = "sooner_in_time"
     summary = "one scheme reaches a level (a factor above both plateaus) in less simulated time than another"
@@ -59,13 +66,15 @@ class SoonerInTime(Rule):
                 f"both schemes or a time column")
 
     def judge(self, ev: Evidence, p: dict) -> Judgement:
-        rows, cases, notes, decide = [], [], [], []
+        rows, cases, notes, decide, margins = [], [], [], [], []
+        claim = S.Claim("time ratio", high=1.0, strict=True)
         for e in ev.names():
             a, b = (pick(ev, e, p[k], p["algorithm"]) for k in ("first", "second"))
             if a is None or b is None or "time" not in a[1][0] or "time" not in b[1][0]:
                 cases.append(OPEN)
                 notes.append(f"- `{e}`: needs runs of `{p['first']}` and `{p['second']}` with a time model.")
                 decide.append(f"`{e}`: both schemes, experiments.{e}.time declared")
+                margins.append(f"`{e}`: no time ratio, {claim.text()}")
                 continue
             top = max(plateau(median_curve(r).dropna()) for _, r in (a, b))
             for factor in p["level_factors"]:
@@ -77,10 +86,14 @@ class SoonerInTime(Rule):
                 else:
                     outcome = OK if ta < tb else FAIL
                 cases.append(outcome)
+                iv = S.interval(S.paired(a[1], b[1], S.log_ratio_of(seed_time(level))), log=True)
+                margins.append(S.value_margin("time ratio (medians)", ta / tb if tb else np.nan, claim,
+                                              label=f"`{e}`, c = {factor:g}", iv=iv if iv.n > 1 else None))
                 rows.append(self.row(e, factor, level, a[0], ra, ta, b[0], rb, tb, outcome))
         verdict = combine(cases)
         return Judgement(verdict, rows, notes,
-                         "; ".join(decide) if decide and verdict in (UNDECIDED, PARTLY) else None)
+                         "; ".join(decide) if decide and verdict in (UNDECIDED, PARTLY) else None,
+                         S.margin_line(margins))
 
     @staticmethod
     def row(e, factor, level, ka, ra, ta, kb, rb, tb, outcome) -> dict:
