@@ -185,6 +185,7 @@ def test_config_accepts_schemes_and_names_a_bad_one(tmp_path):
     exp_name = next(e for e, x in config["experiments"].items()
                     if x["methods"][0]["algorithm"] == "rfedags")
     raw = __import__("rfl.io", fromlist=["read_yaml"]).read_yaml("config/smoke.yaml")
+    raw["experiments"][exp_name].pop("source", None)   # its source runs every agent: no other scheme
     methods = raw["experiments"][exp_name]["methods"]
     methods.append({"algorithm": "rfedags", "K": [2], "participation": {"scheme": "bernoulli", "rho": 0.3}})
     methods.append({"algorithm": "rfedags", "K": [2],

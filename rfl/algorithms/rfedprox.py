@@ -42,8 +42,8 @@ class RFedProx(FederatedStrategy):
         alpha = self.step_size(t)
         anchor = self.broadcast(x_t, s)                                   # x_t for each agent
         x = anchor.copy()
-        for _ in range(self.K):
-            v = self.problem.minibatch_rgrad(x, agents, sampler.batches(agents))
+        for k in range(self.K):
+            v = self.problem.minibatch_rgrad(x, agents, sampler.batches(agents, t, k))
             if self.mu:
                 v = v - self.mu * m.tangent_log(x, anchor)                 # grad of (mu/2) d(y, x_t)^2
             x = m.retraction(x, -alpha * v)

@@ -356,7 +356,7 @@ def rfedprox_loop(problem, x1, step_size, K, rounds, sampler, ops=None, mu=0.1):
         alpha = step_size(t)
         x = {j: x_t.copy() for j in agents}
         for k in range(K):
-            batches = own_batches(sampler, agents)
+            batches = own_batches(sampler, agents, t, k)
             for row, j in enumerate(agents):
                 v = _agent_grad(problem, ops, x[j], j, batches[row]) - mu * ops.tangent_log(x[j], x_t)
                 x[j] = ops.retraction(x[j], -alpha * v)
