@@ -189,6 +189,7 @@ def _smoke_with(algorithm_dataset: str) -> dict:
     smoke = yaml.safe_load((REPO / "config" / "smoke.yaml").read_text())
     exp = {**smoke["experiments"][f"{algorithm_dataset}_fixed"], "seeds": [0],
            "methods": [{"algorithm": "zorfedproj", "K": [2]}]}
+    exp.pop("source", None)          # it names the settings of the methods replaced here
     return {"output_dir": "out/", "datasets": {algorithm_dataset: smoke["datasets"][algorithm_dataset]},
             "experiments": {"e": exp}, "figures": {"f": {"experiment": "e", "title": "t"}}}
 
