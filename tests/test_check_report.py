@@ -45,9 +45,13 @@ def test_kill_group_ends_the_leader_and_its_children():
 
 
 def test_kill_group_of_an_ended_process_is_a_no_op():
+    """A group already gone: no signal, no wait for the grace period, the exit status kept."""
     proc = subprocess.Popen(["true"], start_new_session=True)
     proc.wait()
-    check_report._kill_group(proc, grace=0.5)
+    start = time.monotonic()
+    check_report._kill_group(proc, grace=5.0)
+    assert time.monotonic() - start < 1.0
+    assert proc.returncode == 0 and not _group_alive(proc.pid)
 
 
 def test_skipped_experiments_have_no_page_to_look_for():
