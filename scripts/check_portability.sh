@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run chosen test files under several OpenBLAS kernels and BLAS thread counts, to find tests whose
-# outcome depends on the machine (issue 31, item 1). A test suite must pass wherever the package
+# outcome depends on the machine. A test suite must pass wherever the package
 # installs: the same CPU family may pick another OpenBLAS kernel (DYNAMIC_ARCH builds choose one
 # at load time from the CPU's features), and the kernel and the thread count change the order of
 # floating-point sums, hence the last bits of every BLAS/LAPACK result.

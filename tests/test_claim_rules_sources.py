@@ -1,4 +1,4 @@
-"""The seed-paired rules of the sources' claims (issue 30, item 5), on constructed run tables,
+"""The seed-paired rules of the sources' claims, on constructed run tables,
 each on both sides of its threshold: outperforms, removes_drift, optimal_k_above_one,
 k_not_too_large, cost_falls_with_k, comparable_value, rounds_fraction. One seed never
 refutes (``rfl.claims.stats``)."""

@@ -110,7 +110,7 @@ def test_check_params_refuses_more_agents_than_nodes():
     assert HSP.check_params({"S": 9}) == []
 
 
-# ---- the ridge bound: kernel weights that do not depend on rounding (issue 31) -----------------
+# ---- the ridge bound: kernel weights that do not depend on rounding -----------------
 def test_the_ridge_bound_rests_on_lambda_max_at_most_N_and_keeps_half_the_digits():
     """lam_min(N) = N sqrt(eps) / (1 - sqrt(eps)): with K's eigenvalues in [0, N] (Gershgorin:
     unit diagonal, entries in (0, 1]; checked on every agent's K of the real data) the

@@ -1,5 +1,5 @@
 """The statistics across seeds that the comparative and rate rules share, so that a rule is its
-statement plus its statistic (issue 30, item 3).
+statement plus its statistic.
 
 A rule computes **one number per seed** (``per_seed``), or per seed a comparison of two
 methods (``paired``): the runs of an experiment's methods share their draws per seed (the same
