@@ -377,7 +377,7 @@ def _experiment_errors(config: dict) -> list[str]:
 
 def _replica_errors(exp: dict, where: list, cls) -> list[str]:
     """``replicas``: only the Euclidean strategies of ``rfl.algorithms.replicas`` on a flat
-    problem with a gradient field whose metrics it computes, every agent in every round, FedRR
+    problem with a gradient or linear field whose metrics it computes, every agent in every round, FedRR
     with its shared stream, no simulated time nor second objective."""
     if not exp.get("replicas"):
         return []
@@ -385,9 +385,10 @@ def _replica_errors(exp: dict, where: list, cls) -> list[str]:
     from rfl.problems._error_coordinates import COORDINATES
     key = _key(where + ["replicas"])
     msgs = []
-    if not getattr(cls.manifold_class, "FLAT", False) or getattr(cls, "field", "gradient") != "gradient":
+    if not getattr(cls.manifold_class, "FLAT", False) or getattr(cls, "field", "gradient") not in (
+            "gradient", "linear_field"):
         msgs.append(f"config key {key}: problem {cls.name!r} is not a flat problem with a gradient "
-                    f"field; replicas run only on those")
+                    f"or linear field; replicas run only on those")
     elif any(m not in COORDINATES for m in cls.metrics):
         msgs.append(f"config key {key}: problem {cls.name!r} records metrics replicas do not "
                     f"compute; allowed: problems whose metrics are err_*")

@@ -247,7 +247,8 @@ def execute_replicas(spec: dict, problem, x0, draws, x_star, F_star) -> pd.DataF
     """``execute`` of a spec with ``replicas: R`` (``rfl.algorithms.replicas``): R chains from
     x0, replica r on ``Draws(seed, experiment, "replica", r)``. One row per round, each metric
     the mean over the replicas; ``attrs["replicas"]``: the sample for the metadata (count,
-    the window's first round, per replica the mean of err_* over the window)."""
+    the window's first round, per replica the mean of err_* and of ||x_r - x*||^2 over the
+    window)."""
     from rfl.algorithms import replicas
 
     R = int(spec["replicas"])
@@ -258,10 +259,11 @@ def execute_replicas(spec: dict, problem, x0, draws, x_star, F_star) -> pd.DataF
                          f"{', '.join(unknown)}, which replicas do not compute")
     start = replicas.window_start(spec["rounds"])
     sums, count = np.zeros((R, len(replicas.COORDINATES))), 0
+    sq_sums = np.zeros(R)                   # per replica: sum of ||x_r - x*||^2 over the window
     rows = []
 
     def record(t, X, grad_evals, floats, wall):
-        nonlocal sums, count
+        nonlocal sums, count, sq_sums
         ok = bool(np.all(np.isfinite(X)))
         v = replicas.metrics(problem, X, x_star, F_star) if ok else None
         ok = ok and bool(np.all(np.isfinite(v["cost"])))
@@ -271,6 +273,7 @@ def execute_replicas(spec: dict, problem, x0, draws, x_star, F_star) -> pd.DataF
             row[c] = float(np.mean(v[c])) if ok else np.nan
         if ok and t >= start:
             sums += np.stack([v[c] for c in replicas.COORDINATES], axis=1)
+            sq_sums += v["dist_to_opt"] ** 2
             count += 1
         rows.append(row)
         return ok
@@ -295,7 +298,8 @@ def execute_replicas(spec: dict, problem, x0, draws, x_star, F_star) -> pd.DataF
                  f"replicas 0..{min(R, replicas.COSTLY_REPLICAS) - 1}; counters of one replica"),
         "window_start": start, "window_rounds": count,
         "columns": list(replicas.COORDINATES),
-        "err_mean": (sums / max(count, 1)).tolist() if count else None}
+        "err_mean": (sums / max(count, 1)).tolist() if count else None,
+        "sq_dist_mean": (sq_sums / count).tolist() if count else None}
     return table
 
 

@@ -200,3 +200,49 @@ def test_fedavg_bias_expansion_measures_on_the_replicas():
     m, se, n, _ = measure([replica_table([1.0, 3.0, 2.0, 2.0])], 0.5)
     assert m[0] == pytest.approx(2.0) and n == 4
     assert se == pytest.approx(np.std([1, 3, 2, 2], ddof=1) / 2)
+
+
+# ---- federated LSA (a linear field): FedLSA = fedavg, and SCAFFLSA ----------------------------
+def lsa_problem():
+    from rfl.data.garnet import generate
+    from rfl.problems.lsa import FederatedLSA
+    arrays = generate(np.random.default_rng(1), 3, "heterogeneous", n_states=6, n_actions=2,
+                      branching=2, n_features=3, gamma=0.9, perturbation=0.05, pool=40)
+    return FederatedLSA.from_arrays(arrays)
+
+
+@pytest.mark.parametrize("name", ["fedavg", "scafflsa"])
+def test_each_lsa_replica_is_the_plain_run_on_its_own_draws(name):
+    from rfl.algorithms.scafflsa import SCAFFLSA
+    cls = {"fedavg": FedAvg, "scafflsa": SCAFFLSA}[name]
+    p = lsa_problem()
+    x0 = np.zeros(p.theta_star.shape)
+    draws = replicas.replica_draws(Draws(3, "exp"), R)
+    got = vectorised(cls, p, draws, x0, alpha=0.5)
+    for r in range(R):
+        np.testing.assert_allclose(got[:, r], plain(cls, p, draws[r], x0, alpha=0.5), rtol=1e-13, atol=1e-15)
+
+
+def test_lsa_metrics_are_its_own_cost_and_mean_field_not_the_agents_mean_cost():
+    """On a linear field the cost is ||x - theta*||^2 (F* = 0) and grad_norm ||A_bar x - b_bar||;
+    the agents' mean of ||x - theta*_c||^2 would differ by the spread of the theta*_c."""
+    p = lsa_problem()
+    X = p.theta_star + np.random.default_rng(0).standard_normal((4, p.theta_star.shape[0]))
+    got = replicas.metrics(p, X, p.theta_star, 0.0)
+    for r in range(4):
+        assert got["cost"][r] == pytest.approx(float(((X[r] - p.theta_star) ** 2).sum()), rel=1e-13)
+        assert got["excess_risk"][r] == got["cost"][r]
+        assert got["grad_norm"][r] == pytest.approx(float(np.linalg.norm(p.A_bar @ X[r] - p.b_bar)), rel=1e-12)
+
+
+def test_the_runner_records_each_replicas_window_mean_of_the_squared_error():
+    p = lsa_problem()
+    s = spec(dataset={"name": "d", "problem": "lsa"}, step={"rule": "fixed", "alpha": 0.5})
+    table = runner.execute(s, p, p.theta_star, 0.0)
+    x0 = p.initial_point(runner.stream(3, "init", "d"))
+    draws = replicas.replica_draws(Draws(3, "exp"), R)
+    runs = np.array([np.vstack([x0, plain(FedAvg, p, d, x0, alpha=0.5)]) for d in draws])   # (R, T+1, d)
+    sq = ((runs - p.theta_star) ** 2).sum(axis=2)                                        # (R, T+1)
+    start = replicas.window_start(ROUNDS)
+    np.testing.assert_allclose(table.attrs["replicas"]["sq_dist_mean"], sq[:, start:].mean(axis=1), rtol=1e-12)
+    np.testing.assert_allclose(table["excess_risk"], sq.mean(axis=0), rtol=1e-12)

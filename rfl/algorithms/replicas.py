@@ -18,17 +18,21 @@ Vectorisation. The strategies' own code runs once on a state with a replica axis
 batched kernel with each row's own batch (``ReplicaSampler``). Aggregation, control variates
 and running means act per replica because every one of them is linear over the point's axes.
 
-What it covers. The Euclidean strategies ``REPLICA_ALGORITHMS`` (fedavg, fedrr, scaffold) on
-flat problems with a gradient field, every agent in every round (each replica would need its
-own participants otherwise), FedRR with its shared stream (the default). ``rfl.config`` refuses
-the rest with a one-line error naming the key.
+What it covers. The Euclidean strategies ``REPLICA_ALGORITHMS`` (fedavg, fedrr, scaffold, and
+scafflsa) on flat problems with a gradient field or a linear field (federated LSA, where fedavg
+is FedLSA), every agent in every round (each replica would need its own participants
+otherwise), FedRR with its shared stream (the default). ``rfl.config`` refuses the rest with a
+one-line error naming the key.
 
 Recording (``rfl.runner``). The run table keeps one row per round: each column the mean over
 the replicas of the metric (cost, excess_risk, grad_norm, dist_to_opt, err_*); the counters are
 one replica's; cost, excess_risk and grad_norm are the mean over the first ``COSTLY_REPLICAS``
 replicas (an unbiased estimate of the same mean at a fixed cost per round), err_* and
-dist_to_opt over every replica. The metadata's ``replicas`` holds the sample the rules read: per replica the
-mean of err_* over the window of the last ``WINDOW`` share of the rows (``summary``).
+dist_to_opt over every replica. On a problem with a linear field (``rfl.problems.lsa``) cost
+is the problem's own ``cost`` of each replica's point (||x_r - theta*||^2 there, not a mean of
+agents' costs), and grad_norm the norm of its mean field ``egrad``. The metadata's ``replicas``
+holds the sample the rules read: per replica the mean of err_* and of dist_to_opt^2 =
+||x_r - x*||^2 over the window of the last ``WINDOW`` share of the rows.
 """
 
 from __future__ import annotations
@@ -43,7 +47,7 @@ from .base import Counters
 from .sampling import AgentSampler, Draws
 
 #: the strategies a run with replicas may use
-REPLICA_ALGORITHMS = ("fedavg", "fedrr", "scaffold")
+REPLICA_ALGORITHMS = ("fedavg", "fedrr", "scaffold", "scafflsa")
 #: the replicas 0..COSTLY_REPLICAS-1 whose mean cost, excess_risk and grad_norm a row records
 #: (each costs a pass over the agents' data; err_* and dist_to_opt are of every replica)
 COSTLY_REPLICAS = 64
@@ -155,16 +159,22 @@ def iterate(algorithm, X0: np.ndarray, rounds: int, draws: list[Draws]):
 def metrics(problem, X: np.ndarray, x_star: np.ndarray, F_star: float,
             costly: int = COSTLY_REPLICAS) -> dict[str, np.ndarray]:
     """Per replica: cost F(x_r) = sum_j p_j f_j(x_r), excess_risk, grad_norm
-    ||sum_j p_j grad f_j(x_r)|| of replicas 0..``costly``-1 (min(R, costly),); dist_to_opt
+    ||sum_j p_j grad f_j(x_r)|| of replicas 0..``costly``-1 (min(R, costly),) (a linear field:
+    the problem's ``cost`` and ``egrad`` of each point, module docstring); dist_to_opt
     ||x_r - x*|| and the coordinates err_* of x_r - theta* (0 past the dimension) of every
     replica (R,); X (R, d)."""
     R, S = X.shape[0], problem.n_agents
     C = min(R, int(costly))
-    rows = np.repeat(X[:C], S, axis=0)                           # row r S + j: x_r for agent j
-    agents = np.tile(np.arange(S), C)
-    w = np.asarray(problem.weights, dtype=float)
-    cost = problem.local_cost(rows, agents).reshape(C, S) @ w
-    grad = np.einsum("rjd,j->rd", problem.local_egrad(rows, agents).reshape(C, S, -1), w)
+    if getattr(problem, "field", "gradient") == "linear_field":
+        # the cost is not the agents' mean cost (rfl.problems.lsa: ||x - theta*||^2)
+        cost = np.array([problem.cost(x) for x in X[:C]])
+        grad = np.stack([problem.egrad(x) for x in X[:C]])
+    else:
+        rows = np.repeat(X[:C], S, axis=0)                       # row r S + j: x_r for agent j
+        agents = np.tile(np.arange(S), C)
+        w = np.asarray(problem.weights, dtype=float)
+        cost = problem.local_cost(rows, agents).reshape(C, S) @ w
+        grad = np.einsum("rjd,j->rd", problem.local_egrad(rows, agents).reshape(C, S, -1), w)
     out = {"cost": cost, "excess_risk": cost - F_star, "grad_norm": np.linalg.norm(grad, axis=1),
            "dist_to_opt": np.linalg.norm(X - x_star[None], axis=1)}
     e = X - np.asarray(problem.theta_star)[None]
