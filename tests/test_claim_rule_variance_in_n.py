@@ -125,3 +125,38 @@ def test_margin_on_the_undecided_paths(tmp_path):
     assert (v, lo, hi) == pytest.approx((-0.05, -0.45, 0.35)) and claim == "claim > 0"
     j = judge(tmp_path, "variance_in_n", [cell(10, fed=1.0, scaf=1.0)])
     assert j.margin == "numbers of agents N per (setting, eta, H) 1, claim >= 2"
+
+
+# ---- cells with replicas: the sample is replicas x seeds, stationarity from the window's drift ----
+def rep_cell(N, drift=0.0, scaf_drift=0.0, **kw):
+    """``cell`` run with 4 replicas per seed; the window's drift of each curve given."""
+    return cell(N, replicas=4, fedlsa_drift=drift, scafflsa_drift=scaf_drift,
+                scafflsa_rate=0.5, **kw)          # a rate that the one-chain test would reject
+
+
+@pytest.mark.parametrize("drift, forgotten", [(0.039, True), (0.041, False)])
+def test_a_replica_cell_is_stationary_when_its_window_drift_is_within_2z_se(tmp_path, drift, forgotten):
+    # se 0.01 at N = 100, z = 2: the bound is 2 x 2 x 0.01 = 0.04 (the rate plays no part)
+    j = judge(tmp_path, "variance_in_n", [rep_cell(10, fed=1.0, scaf=1.0, fed_se=1e-3, scaf_se=1e-3),
+                                          rep_cell(100, drift=-drift, scaf_drift=-drift, fed=0.1, scaf=0.1)])
+    assert (j.verdict == REPRODUCED) is forgotten
+    if not forgotten:
+        assert j.verdict == UNDECIDED
+        assert "FedLSA, homogeneous, eta = 0.5, H = 4, 4 replicas per seed: more rounds at N = 100" in j.decide
+        assert "SCAFFLSA, homogeneous, eta = 0.5, H = 4, 4 replicas per seed: more rounds at N = 100" in j.decide
+
+
+def test_a_replica_cells_transient_still_counts(tmp_path):
+    j = judge(tmp_path, "variance_in_n", [rep_cell(10, fed=1.0, scaf=1.0),
+                                          rep_cell(100, fed=0.1, scaf=0.1, transient=0.02)])
+    assert j.verdict == UNDECIDED and "FedLSA, homogeneous, eta = 0.5, H = 4, 4 replicas per seed: more rounds" in j.decide
+
+
+def test_replica_cells_compare_with_replica_cells_and_ask_for_replicas(tmp_path):
+    # the one-chain cells (ratio 1) are another comparison than the replica cells (ratio 8 +- 1.2)
+    j = judge(tmp_path, "variance_in_n", [rep_cell(10, fed=0.8, fed_se=1e-12, scaf=1.0, scaf_se=1e-12),
+                                          rep_cell(100, fed=0.1, fed_se=0.015, scaf=0.1, scaf_se=1e-12)],
+              extra_rows=[cell(10, fed=0.1, scaf=0.1), cell(100, fed=0.1, scaf=0.1)])
+    assert [r["ratio"] for r in j.rows] == pytest.approx([8.0, 10.0])
+    need = (1.2 * 2 / (8.0 - 10 / 1.5)) ** 2
+    assert j.verdict == UNDECIDED and f"about {need:.1f}x the replicas x seeds (4 x 5 now)" in j.decide

@@ -49,6 +49,8 @@ def config_for(rows: list[dict]) -> dict:
         experiments[f"e{i}"] = {"dataset": f"d{i}", "step": {"rule": "fixed", "alpha": r["eta"]},
                                 "methods": [{"algorithm": "fedavg", "K": [r["H"]]},
                                             {"algorithm": "scafflsa", "K": [r["H"]]}]}
+        if r.get("replicas"):
+            experiments[f"e{i}"]["replicas"] = r["replicas"]
     return {"datasets": datasets, "experiments": experiments, "lsa": {"tail": 0.1}}
 
 
@@ -113,7 +115,7 @@ def test_a_claim_reads_the_cells_of_its_experiments_only(tmp_path):
     cfg = config_for([row(oracle="pool")])
     del cfg["datasets"]["d0"]["params"]["oracle"]
     assert lsa_cells.experiment_cells(Evidence({"config": cfg}, ["e0"])) == \
-        [("pool", "heterogeneous", 2, 0.5, 4)]
+        [("pool", "heterogeneous", 2, 0.5, 4, 0)]
     # an experiment of another problem runs no cell
     cfg["datasets"]["d0"]["problem"] = "cpesph"
     assert lsa_cells.experiment_cells(Evidence({"config": cfg}, ["e0"])) == []
@@ -450,3 +452,13 @@ def test_stationary_margin_is_the_largest_z_against_the_t_quantile(tmp_path):
     assert "heterogeneous, N = 2, H = 4: seeds 1, claim >= 2" in j.margin
     j = judge(tmp_path, "stationary_matches_prediction", [pool_row(transient=0.3)])
     assert "heterogeneous, N = 2, H = 4: transient 0.3, claim <= 0.1 (se)" in j.margin
+
+
+def test_a_cell_with_replicas_is_not_the_one_chain_cell_of_the_same_setting(tmp_path):
+    """The same (oracle, setting, N, eta, H) run with replicas and with one chain per seed: two
+    cells; a claim reads the one its experiments run."""
+    reps, plain = row(replicas=4, fedlsa_plateau=3.0), row(replicas=0)
+    j = judge(tmp_path, "lsa_table", [reps], extra_rows=[plain])
+    assert [r["FedLSA plateau"] for r in j.rows] == [3.0]
+    j = judge(tmp_path, "lsa_table", [plain], extra_rows=[reps])
+    assert [r["FedLSA plateau"] for r in j.rows] == [2.0]

@@ -359,3 +359,40 @@ def test_lsa_study_checks_the_figures_and_settings_before_writing(tmp_path):
     assert len(table) == 1 and io.read_table(out)["fedlsa_plateau"].tolist() == [1.0]
     md = out.with_suffix(".md").read_text()
     assert "FedLSA plateau" in md and (tmp_path / "f.pdf").is_file() and (tmp_path / "f.png").is_file()
+
+
+def test_a_cell_with_replicas_pools_every_replicas_window_mean(tmp_path):
+    """Two seeds of 3 replicas: plateau = mean of the 6 window means, se = their sd / sqrt(6),
+    the transient and the drift at the replicas' window (round 20 of 40); the one-chain cell of
+    the same setting stays a row of its own."""
+    t = np.arange(T + 1)
+    curves = [1.0 + 0.5 ** t + 0.001 * t, 1.5 + 0.5 ** t + 0.001 * t]
+    sq = [[1.0, 2.0, 3.0], [2.0, 3.0, 4.5]]
+    pred = {"fedlsa_bias_sq": 0.5, "fedlsa_round_contraction": 0.5}
+    paths = []
+    for seed in (0, 1):
+        path = tmp_path / "rep" / f"fedavg_seed{seed}.csv"
+        path.parent.mkdir(exist_ok=True)
+        write_run(path, {"excess_risk": curves[seed]},
+                  {"seed": seed, "replicas": 3, "dataset": {"problem": "lsa", "params": {
+                      "setting": "homogeneous", "n_agents": 2, "oracle": "exact"}},
+                   "algorithm": {"name": "fedavg", "K": 4, "batch_size": 1, "participation": None},
+                   "step": {"rule": "fixed", "alpha": 0.5}},
+                  predictions=pred, replicas={"count": 3, "window_start": 20, "err_mean": None,
+                                              "columns": [], "sq_dist_mean": sq[seed]})
+        paths.append(path)
+    paths.append(_lsa_run(tmp_path, "fedavg", 0, curves[0], setting="homogeneous", predictions=pred))
+    table = lsa.summary(lsa.collect(paths), tail=0.1)
+    assert list(table["replicas"]) == [0, 3]
+    plain, rep = table.iloc[0], table.iloc[1]
+    x = np.concatenate(sq)
+    assert rep["fedlsa_plateau"] == pytest.approx(x.mean(), rel=1e-12)
+    assert rep["fedlsa_plateau_se"] == pytest.approx(x.std(ddof=1) / np.sqrt(6), rel=1e-12)
+    assert rep["transient"] == pytest.approx(2.25 * 0.5 ** 20, rel=1e-12)      # initial: mean of 2 and 2.5
+    mean = (curves[0] + curves[1]) / 2
+    w = mean[20:]                                                               # rounds 20..40: 21 rounds
+    assert rep["fedlsa_drift"] == pytest.approx(w[-10:].mean() - w[:10].mean(), rel=1e-12)
+    # the one-chain cell: its own tail window (4 rounds from 37), one seed, no se
+    assert plain["fedlsa_plateau"] == pytest.approx(curves[0][-4:].mean(), rel=1e-12)
+    assert plain["transient"] == pytest.approx(2.0 * 0.5 ** 37, rel=1e-12)
+    assert plain["fedlsa_drift"] == pytest.approx(curves[0][-2:].mean() - curves[0][-4:-2].mean(), rel=1e-12)

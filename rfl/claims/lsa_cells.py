@@ -18,14 +18,14 @@ from .rule import Evidence, Judgement
 TABLE = "lsa"
 
 
-def _key(oracle, setting, N, eta, H) -> tuple:
-    return (str(oracle), str(setting), int(N), float(f"{float(eta):.12g}"), int(H))
+def _key(oracle, setting, N, eta, H, replicas=0) -> tuple:
+    return (str(oracle), str(setting), int(N), float(f"{float(eta):.12g}"), int(H), int(replicas))
 
 
 def experiment_cells(ev: Evidence) -> list[tuple]:
-    """(oracle, setting, N, eta, H) of every cell the claim's experiments run, in declaration
-    order: the dataset's oracle (default pool, as ``rfl lsa`` reads it), setting and
-    n_agents, the step and every K of its methods. An experiment on another problem, or
+    """(oracle, setting, N, eta, H, replicas) of every cell the claim's experiments run, in
+    declaration order: the dataset's oracle (default pool, as ``rfl lsa`` reads it), setting and
+    n_agents, the step, every K of its methods and the experiment's replicas (0: one chain). An experiment on another problem, or
     without a fixed step, runs no cell of the study."""
     out = []
     for e in ev.names():
@@ -35,7 +35,7 @@ def experiment_cells(ev: Evidence) -> list[tuple]:
         Ks = [k for m in exp["methods"] for k in (m["K"] if isinstance(m["K"], list) else [m["K"]])]
         for H in dict.fromkeys(Ks):
             key = _key(params.get("oracle", "pool"), params["setting"], params["n_agents"],
-                       exp["step"]["alpha"], H)
+                       exp["step"]["alpha"], H, exp.get("replicas") or 0)
             if key not in out:
                 out.append(key)
     return out
@@ -48,6 +48,8 @@ def cells(ev: Evidence) -> pd.DataFrame | None:
     if t is None:
         return None
     mine = set(experiment_cells(ev))
+    if len(t):           # tables written before the replicas: one chain per seed
+        t = t.assign(replicas=t["replicas"].fillna(0).astype(int) if "replicas" in t else 0)
     keep = [_key(*(r[k] for k in KEY)) in mine for _, r in t.iterrows()]
     return t[np.array(keep, bool)] if len(t) else t
 

@@ -30,6 +30,15 @@ over seeds of each seed's window mean / sqrt(seeds) (seeds are independent; roun
 seed are not), and ``z`` = (measured - predicted) / that error. ``transient`` bounds what is
 left of the start at the window's first round (initial x rho^round, rho the second-moment
 round map's contraction).
+
+Replicas (an experiment's ``replicas: R``, ``rfl.algorithms.replicas``): R independent chains per
+seed, a cell of its own (``replicas`` in the key; the figures draw the one-chain cells). Its
+plateau is the mean over every replica of every seed of the replica's mean of ||theta_t -
+theta*||^2 over the replicas' window (the last half of the rounds, the metadata's
+``sq_dist_mean``), its standard error their standard deviation / sqrt(replicas x seeds)
+(independent chains), and ``transient`` is taken at that window's first round. ``drift``: the
+mean of the seed-mean curve over the second half of the plateau window minus that over its
+first half (a curve still falling inside its window shows it beyond its noise).
 """
 
 from __future__ import annotations
@@ -52,7 +61,7 @@ from .tables import write_markdown  # noqa: E402
 # The study compares FedAvg on the LSA field (FedLSA) with SCAFFLSA.
 FEDLSA, SCAFFLSA = "fedavg", "scafflsa"
 FLOOR = 1e-20        # values below (round-off of ||theta*||^2 ~ 1e2..1e3) are drawn at the floor
-KEY = ["oracle", "setting", "N", "eta", "H"]
+KEY = ["oracle", "setting", "N", "eta", "H", "replicas"]
 RATE_WINDOW = 0.5    # SCAFFLSA's per-round factor is measured over the second half of the rounds
 
 
@@ -77,7 +86,11 @@ def collect(tables) -> list[dict]:
             def num(key):
                 return float(np.nan if pred.get(key) is None else pred[key])
             bias_sq = num("fedlsa_bias_sq")
+            rep = meta.get("replicas") or {}
             runs.append({"setting": params["setting"], "N": int(params["n_agents"]),
+                         "replicas": int(sp.get("replicas") or 0),
+                         "replica_sample": rep.get("sq_dist_mean"),
+                         "replica_window_start": rep.get("window_start"),
                          "eta": float(sp["step"]["alpha"]), "H": int(alg["K"]), "method": alg["name"],
                          "seed": sp["seed"], "oracle": oracle,
                          "batch_size": int(alg["batch_size"]), "status": meta["status"],
@@ -147,6 +160,26 @@ def tail_rate(curve: pd.Series, tail: float) -> float:
     return (last / first) ** (1.0 / (n - 1))
 
 
+def replica_plateau(runs: list[dict]) -> tuple[float, float, int, int] | None:
+    """(plateau, standard error, sample size, window's first round) of a cell's runs with
+    replicas (module docstring), None when a run has no replica sample."""
+    if not runs or any(r.get("replica_sample") is None for r in runs):
+        return None
+    x = np.concatenate([np.asarray(r["replica_sample"], dtype=float) for r in runs])
+    se = float(x.std(ddof=1) / np.sqrt(len(x))) if len(x) > 1 else np.nan
+    return float(x.mean()), se, len(x), int(max(r["replica_window_start"] for r in runs))
+
+
+def window_drift(curve: pd.Series, start: int) -> float:
+    """Mean of ``curve`` over the second half of its rounds >= ``start`` minus the mean over the
+    first half (NaN with fewer than 2 rounds)."""
+    w = curve[curve.index >= start]
+    if len(w) < 2:
+        return np.nan
+    h = len(w) // 2
+    return float(w.iloc[len(w) - h:].mean() - w.iloc[:h].mean())
+
+
 def _groups(runs):
     groups = defaultdict(lambda: defaultdict(list))
     for r in runs:
@@ -177,8 +210,15 @@ def summary(runs: list[dict], tail: float) -> pd.DataFrame:
                 continue
             curve = mean_curve([r["table"] for r in rs])
             level, ratio = plateau(curve, tail)
+            se = plateau_se([r["table"] for r in rs], tail)
+            start = int(curve.index[-window_length(curve, tail)])
+            sample = replica_plateau(rs) if key[KEY.index("replicas")] else None
+            if sample is not None:
+                level, se, _, start = sample
+                row["window_start"] = start
+            row[f"{col}_drift"] = window_drift(curve, start)
             row.update({f"{col}_plateau": level, f"{col}_last": float(curve.iloc[-1]),
-                        f"{col}_plateau_se": plateau_se([r["table"] for r in rs], tail),
+                        f"{col}_plateau_se": se,
                         f"{col}_window_ratio": ratio, f"{col}_seeds": len(rs),
                         f"{col}_rate": tail_rate(curve, RATE_WINDOW)})
             row.setdefault("rounds", int(curve.index[-1]))
@@ -192,7 +232,9 @@ def summary(runs: list[dict], tail: float) -> pd.DataFrame:
         row["z"] = ((row["fedlsa_plateau"] - target) / row["fedlsa_plateau_se"]
                     if row["fedlsa_plateau_se"] > 0 else np.nan)
         # (every cell has a run of some method, so "rounds" and "initial" are set)
-        start = row["rounds"] - window_length(pd.Series(np.zeros(row["rounds"] + 1)), tail) + 1
+        start = row.pop("window_start", None)
+        if start is None:
+            start = row["rounds"] - window_length(pd.Series(np.zeros(row["rounds"] + 1)), tail) + 1
         row["transient"] = float(row["initial"] * row["contraction"] ** start)
         row["scafflsa_factor"] = (row["fedlsa_plateau"] / row["scafflsa_last"]
                                   if row["scafflsa_last"] > 0 else np.inf)
@@ -201,7 +243,7 @@ def summary(runs: list[dict], tail: float) -> pd.DataFrame:
                   "fedlsa_window_ratio", "scafflsa_last", "scafflsa_window_ratio", "scafflsa_factor",
                   "fedlsa_seeds", "scafflsa_seeds", "scafflsa_rate", "predicted_plateau", "plateau_ratio",
                   "predicted_bias_sq_pool", "predicted_variance", "contraction", "fedlsa_plateau_se", "z",
-                  "transient", "scafflsa_plateau", "scafflsa_plateau_se"]
+                  "transient", "scafflsa_plateau", "scafflsa_plateau_se", "fedlsa_drift", "scafflsa_drift"]
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -240,7 +282,9 @@ def display_pool(table: pd.DataFrame) -> pd.DataFrame:
         "z": table["z"],
         "SCAFFLSA plateau ± se": [pm(v, e) for v, e in zip(table["scafflsa_plateau"],
                                                            table["scafflsa_plateau_se"])],
-        "rounds": table["rounds"].astype(str), "seeds": table["fedlsa_seeds"].astype(str)})
+        "rounds": table["rounds"].astype(str), "seeds": table["fedlsa_seeds"].astype(str),
+        # (tables written before the replicas: one chain per seed)
+        "replicas": (table["replicas"] if "replicas" in table else pd.Series(0, index=table.index)).astype(str)})
 
 
 def _plotted(n: int, points: int = 400) -> np.ndarray:
@@ -256,7 +300,7 @@ def draw(runs: list[dict], setting: str, out_pdf) -> None:
     """E||theta_t - theta*||^2 vs rounds, one panel per (N, eta): FedLSA (solid) and SCAFFLSA
     (dashed) per H (colour), mean over seeds with a min-max band, and the predicted FedLSA
     bias (dotted, same colour; none for H = 1, where it is 0). PDF + PNG."""
-    mine = [r for r in runs if r["setting"] == setting]
+    mine = [r for r in runs if r["setting"] == setting and not r.get("replicas")]
     if not mine:
         raise ValueError(f"no FedLSA/SCAFFLSA run in setting {setting!r}")
     oracles = sorted({r["oracle"] for r in mine})
@@ -270,7 +314,7 @@ def draw(runs: list[dict], setting: str, out_pdf) -> None:
              for ax, (N, eta) in zip(row, panels)]
     for ax, oracle, N, eta in cells:
         for H in Hs:
-            by_method = groups.get((oracle, setting, N, eta, H), {})
+            by_method = groups.get((oracle, setting, N, eta, H, 0), {})
             for method, ls in ((FEDLSA, "-"), (SCAFFLSA, "--")):
                 rs = by_method.get(method, [])
                 if not rs:

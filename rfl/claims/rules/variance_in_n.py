@@ -11,10 +11,18 @@ u = r sqrt((se_s / v_s)^2 + (se_l / v_l)^2). A case holds when [r - z u, r + z u
 [expected / factor, expected x factor], fails when it lies outside, is undecided otherwise, with
 the seeds that would bring u below the margin / z (u falls as 1/sqrt(seeds)).
 
+A cell with replicas (``replicas`` in the study's table, ``rfl.reporting.lsa``) is compared with
+the cell of the same replicas at the other N; its se is across its replicas x seeds (independent
+chains), so it resolves the ratio at a cost per chain, not per seed.
+
 A cell counts only once its start is forgotten: FedLSA's ``transient`` (initial x contraction
 at the window's start) at most se; SCAFFLSA, which records no contraction: the further fall its
 late per-round rate ``scafflsa_rate`` predicts over another run of the same length,
-plateau (1 - rate^rounds), at most z se. Otherwise the case is undecided (more rounds).
+plateau (1 - rate^rounds), at most z se. Otherwise the case is undecided (more rounds). A cell
+with replicas, whose se is far below one round's noise (so a rate read from two rounds of the
+curve says nothing), counts when, besides FedLSA's transient, the drift of its window (mean of
+the curve's second half minus its first half, ``rfl.reporting.lsa``) is at most z 2 se (each
+half's mean has about sqrt(2) se: their difference about 2 se).
 """
 
 from __future__ import annotations
@@ -39,6 +47,12 @@ def variance(r, algorithm: str) -> tuple[float, float]:
 def stationary(r, algorithm: str, z: float) -> bool:
     """Whether the cell's curve has forgotten its start (module docstring)."""
     v, se = variance(r, algorithm)
+    if r.get("replicas", 0):
+        drift = float(r[("fedlsa" if algorithm == "FedLSA" else "scafflsa") + "_drift"])
+        flat = bool(np.isfinite(drift) and abs(drift) <= z * 2 * se)
+        if algorithm == "FedLSA":
+            return flat and bool(np.isfinite(r["transient"]) and r["transient"] <= se)
+        return flat
     if algorithm == "FedLSA":
         return bool(np.isfinite(r["transient"]) and r["transient"] <= se)
     rate = float(r["scafflsa_rate"])
@@ -82,7 +96,10 @@ class VarianceInN(Rule):
             return no_table(UNDECIDED)
         t = t[t["oracle"] == "pool"]
         rows, notes, cases, decide, margins = [], [], [], [], []
-        for (setting, eta, H), g in t.groupby(["setting", "eta", "H"], sort=False):
+        keys = ["setting", "eta", "H"] + (["replicas"] if "replicas" in t else [])
+        for key, g in t.groupby(keys, sort=False):
+            setting, eta, H = key[:3]
+            reps = int(key[3]) if len(key) > 3 else 0
             Ns = sorted(g["N"].unique())
             if len(Ns) < 2:
                 continue
@@ -90,7 +107,8 @@ class VarianceInN(Rule):
             expected = Ns[-1] / Ns[0]
             claim = S.Claim("ratio", low=expected / p["factor"], high=expected * p["factor"])
             for alg in ALGORITHMS:
-                where = f"{alg}, {setting}, eta = {eta:g}, H = {int(H)}"
+                where = f"{alg}, {setting}, eta = {eta:g}, H = {int(H)}" + (
+                    f", {reps} replicas per seed" if reps else "")
                 vs, vl = variance(small, alg), variance(large, alg)
                 row = {"algorithm": alg, "setting": setting, "eta": float(eta), "H": int(H),
                        f"variance N={int(Ns[0])}": vs[0], "se small": vs[1],
@@ -128,10 +146,12 @@ class VarianceInN(Rule):
                     margin = min(abs(r - expected / p["factor"]), abs(r - expected * p["factor"]))
                     need = (u * p["z"] / margin) ** 2 if margin > 0 else np.inf
                     seeds = int(max(small["fedlsa_seeds"], 1))
-                    decide.append(f"{where}: about {need:.1f}x the seeds ({seeds} now) to bring the "
+                    what = (f"the replicas x seeds ({reps} x {seeds} now)" if reps
+                            else f"the seeds ({seeds} now)")
+                    decide.append(f"{where}: about {need:.1f}x {what} to bring the "
                                   f"ratio's uncertainty below {margin / p['z']:.2g}")
         if not cases:
-            most = max((g["N"].nunique() for _, g in t.groupby(["setting", "eta", "H"])), default=0)
+            most = max((g["N"].nunique() for _, g in t.groupby(keys)), default=0)
             return Judgement(UNDECIDED, rows, ["No cell at two numbers of agents."],
                              "cells of one setting, eta and H at two numbers of agents N",
                              S.value_margin("numbers of agents N per (setting, eta, H)", most,
