@@ -18,8 +18,8 @@ EXCEPTIONS = {
                                        "upstream: 60 agents x 160 test images, B = N/2"),
     r"partbias_.*": ({"N", "batch_size"}, "the authors' Figures 5-8 on MNIST: 60 agents x 160 "
                      "test images, B = N/2"),
-    r"lsa_(sto_)?(hom|het)_n10_h\d+": ({"n_agents"}, "Mangold et al. show N = 100 agents; the "
-                                       "study keeps an N = 10 arm beside it"),
+    r"lsa_(sto_|rep_)?(hom|het)_n10_h\d+": ({"n_agents"}, "Mangold et al. show N = 100 agents; the "
+                                            "study keeps an N = 10 arm beside it"),
     r"school_sens_r\d_a\d+": ({"alpha", "K"}, "the step-size study beside Table 2 varies the step"),
 }
 
