@@ -264,8 +264,14 @@ def display(table: pd.DataFrame) -> pd.DataFrame:
         "SCAFFLSA factor": [("n/a (H = 1)" if h == 1 else v)
                             for h, v in zip(table["H"], table["scafflsa_factor"])],
         "rounds": table["rounds"].astype(str),
-        "seeds": table["fedlsa_seeds"].astype(str)})
+        "seeds": table["fedlsa_seeds"].astype(str),
+        "replicas": _replicas(table)})
     return out
+
+
+def _replicas(table: pd.DataFrame) -> pd.Series:
+    """Chains per seed of each cell as text (0: one; tables written before the replicas: 0)."""
+    return (table["replicas"] if "replicas" in table else pd.Series(0, index=table.index)).astype(str)
 
 
 def display_pool(table: pd.DataFrame) -> pd.DataFrame:
@@ -283,8 +289,7 @@ def display_pool(table: pd.DataFrame) -> pd.DataFrame:
         "SCAFFLSA plateau ± se": [pm(v, e) for v, e in zip(table["scafflsa_plateau"],
                                                            table["scafflsa_plateau_se"])],
         "rounds": table["rounds"].astype(str), "seeds": table["fedlsa_seeds"].astype(str),
-        # (tables written before the replicas: one chain per seed)
-        "replicas": (table["replicas"] if "replicas" in table else pd.Series(0, index=table.index)).astype(str)})
+        "replicas": _replicas(table)})
 
 
 def _plotted(n: int, points: int = 400) -> np.ndarray:
