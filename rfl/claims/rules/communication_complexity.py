@@ -141,8 +141,8 @@ class CommunicationComplexity(Rule):
             K = levels[small]["scafflsa"][0]
             tests.append(S.judged(level, S.Claim(f"FedLSA level at H = {K} / eps^2", low=1.0, strict=True),
                                   label=f"eps^2 {small:g}", log=True))
-            rows.append({"eps^2": small, "FedLSA at SCAFFLSA's H": K,
-                         "level / eps^2": S.interval(level, log=True).text()})
+            last = next(r for r in rows if r["eps^2"] == small)
+            last.update({"FedLSA level at SCAFFLSA's H / eps^2": S.interval(level, log=True).text()})
         else:
             missing.append(f"eps^2 = {small:g}: FedLSA at SCAFFLSA's H")
         return judgement(rows, tests, missing)
