@@ -363,6 +363,10 @@ def read_run_table(path) -> tuple[pd.DataFrame, dict]:
         if err is not None and np.asarray(err, dtype=float).shape != (rep.get("count"), len(rep.get("columns", []))):
             raise RunTableError(f"{path}: run metadata key 'replicas.err_mean' must be a "
                                 f"count x columns list; rerun the run")
+        sq = rep.get("sq_dist_mean")
+        if sq is not None and np.asarray(sq, dtype=float).shape != (rep.get("count"),):
+            raise RunTableError(f"{path}: run metadata key 'replicas.sq_dist_mean' must be a list "
+                                f"of count numbers; rerun the run")
         table.attrs["replicas"] = rep
     return table, meta
 

@@ -396,3 +396,14 @@ def test_a_cell_with_replicas_pools_every_replicas_window_mean(tmp_path):
     assert plain["fedlsa_plateau"] == pytest.approx(curves[0][-4:].mean(), rel=1e-12)
     assert plain["transient"] == pytest.approx(2.0 * 0.5 ** 37, rel=1e-12)
     assert plain["fedlsa_drift"] == pytest.approx(curves[0][-2:].mean() - curves[0][-4:-2].mean(), rel=1e-12)
+
+
+def test_a_replica_sample_of_the_wrong_length_is_refused_naming_the_key(tmp_path):
+    path = tmp_path / "bad.csv"
+    write_run(path, {"excess_risk": np.ones(5)},
+              {"seed": 0, "replicas": 3, "dataset": {"problem": "lsa", "params": {"setting": "homogeneous", "n_agents": 2}},
+               "algorithm": {"name": "fedavg", "K": 4, "batch_size": 1, "participation": None},
+               "step": {"rule": "fixed", "alpha": 0.5}},
+              replicas={"count": 3, "window_start": 2, "err_mean": None, "columns": [], "sq_dist_mean": [1.0, 2.0]})
+    with pytest.raises(io.RunTableError, match="replicas.sq_dist_mean"):
+        lsa.collect([path])
