@@ -12,11 +12,14 @@ from rfl.workflow import LIGHT, Plan, absent_data, alternatives, is_dry_run, pin
 
 # Snakemake's YAML reader keeps the last of two equal keys; read the config files again with
 # rfl's, which refuses that (and recursive aliases, alias bombs, deep nesting), naming the file.
+# A config's `include:` (paths relative to the file that declares it) and its experiments'
+# geometry and step given by name are resolved before anything checks it (rfl/config.py).
 # Clear, key-naming errors first (schema + semantic checks, plug-ins that fail to load), then
 # Snakemake's own check; rfl's errors end the workflow as `rfl` does: one line, exit status 2.
 try:
     for _configfile in workflow.configfiles:
         io.read_yaml(_configfile)
+    config = rflconfig.resolve_includes(config, rflconfig.including_file(workflow.configfiles))
     config = rflconfig.validate(config)
 except (io.YAMLError, rflconfig.ConfigError) as _error:
     print(f"rfl: error: {_error}", file=sys.stderr)
