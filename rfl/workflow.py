@@ -105,6 +105,25 @@ def absent_data(config: dict, offline: bool | None = None, probe=None) -> dict[s
     return out
 
 
+#: names a skip line gives before "and N more" (``skip_lines``)
+SKIP_NAMES = 3
+
+
+def skip_lines(skipped: dict[str, str]) -> list[str]:
+    """The lines the workflow prints for ``skipped`` (``absent_data``): one per missing file,
+    naming the first SKIP_NAMES experiments it leaves out and how many more (the report lists
+    them all): ``skipped a, b, c and 4 more: ILEA567.DAT not found; set ...``."""
+    by_reason: dict[str, list[str]] = {}
+    for name, line in skipped.items():
+        by_reason.setdefault(line.split(": ", 1)[1], []).append(name)
+    out = []
+    for reason, names in by_reason.items():
+        more = len(names) - SKIP_NAMES
+        out.append(f"skipped {', '.join(names[:SKIP_NAMES])}"
+                   + (f" and {more} more" if more > 0 else "") + f": {reason}")
+    return out
+
+
 def _located(config: dict, raw: str):
     """(the copy of raw input ``raw`` on this machine or None, its file name, how to get it)."""
     from rfl.data import school, sources

@@ -7,7 +7,7 @@ from snakemake.utils import validate
 
 from rfl import config as rflconfig
 from rfl import io
-from rfl.workflow import LIGHT, Plan, absent_data, alternatives, is_dry_run, pinned
+from rfl.workflow import LIGHT, Plan, absent_data, alternatives, is_dry_run, pinned, skip_lines
 
 
 # Snakemake's YAML reader keeps the last of two equal keys; read the config files again with
@@ -27,10 +27,11 @@ except (io.YAMLError, rflconfig.ConfigError) as _error:
 validate(config, "../config/schema.yaml")
 
 # An experiment whose pinned data file is in neither the cache nor a mirror, and cannot be
-# fetched (offline: $RFL_OFFLINE=1 or its host unreachable), is left out with one line saying
-# which file and how to get it; its claims are reported as not run (rfl/workflow.py).
+# fetched (offline: $RFL_OFFLINE=1 or its host unreachable), is left out; one line per missing
+# file names the experiments it leaves out and says how to get it; their claims are reported
+# as not run (rfl/workflow.py).
 SKIPPED = absent_data(config)
-for _line in SKIPPED.values():
+for _line in skip_lines(SKIPPED):
     print(_line, file=sys.stderr)
 PLAN = Plan(config, io.read_yaml("config/paper_values.yaml"), workflow.configfiles, skipped=SKIPPED)
 OUT = PLAN.out

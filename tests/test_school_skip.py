@@ -18,7 +18,7 @@ from rfl import io
 from rfl.claims.judge import judge_claim
 from rfl.claims.verdicts import NOT_RUN
 from rfl.data import school
-from rfl.workflow import OFFLINE_ENV, Plan, absent_data
+from rfl.workflow import OFFLINE_ENV, Plan, absent_data, skip_lines
 
 REPO = Path(__file__).resolve().parents[1]
 LINE = "skipped {}: ILEA567.DAT not found; set RFL_SCHOOL_MIRROR=<dir> or run with internet"
@@ -146,3 +146,37 @@ def test_the_fetch_error_names_the_variable_and_where_the_file_goes(tmp_path, mo
         school.fetch_ilea(tmp_path / "cache")
     text = str(err.value)
     assert "\n" not in text and school.MIRROR_ENV in text and str(tmp_path / "cache" / "ILEA567.DAT") in text
+
+
+def test_one_printed_line_per_missing_file_naming_its_experiments():
+    school_line = "ILEA567.DAT not found; set RFL_SCHOOL_MIRROR=<dir> or run with internet"
+    ri_line = "RI.mat not found; set RFL_ANCHORS_MIRROR=<dir> or run with internet"
+    names = [f"school_{i}" for i in range(7)]
+    skipped = {n: f"skipped {n}: {school_line}" for n in names[:2]}
+    skipped["cfmspd_pathmnist"] = f"skipped cfmspd_pathmnist: {ri_line}"
+    skipped.update({n: f"skipped {n}: {school_line}" for n in names[2:]})
+    assert skip_lines(skipped) == [f"skipped school_0, school_1, school_2 and 4 more: {school_line}",
+                                   f"skipped cfmspd_pathmnist: {ri_line}"]
+    three = {n: f"skipped {n}: {school_line}" for n in names[:3]}
+    assert skip_lines(three) == [f"skipped school_0, school_1, school_2: {school_line}"]
+    assert skip_lines({}) == []
+
+
+@pytest.mark.skipif(shutil.which("snakemake") is None, reason="needs snakemake")
+def test_a_failed_fetch_prints_its_error_on_the_console(tmp_path):
+    """A School copy that can be found but is wrong (its checksum differs) fails the fetch job;
+    the workflow profile shows the job's one-line error on the console, not only in its log."""
+    for item in ("Snakefile", "rules", "envs", "config", "profiles"):
+        (shutil.copytree if (REPO / item).is_dir() else shutil.copy2)(REPO / item, tmp_path / item)
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    (mirror / "ILEA567.DAT").write_text("not the School data\n")
+    env = {k: v for k, v in os.environ.items() if k != "SNAKEMAKE_PROFILE"}
+    env.update(PYTHONPATH=str(REPO), **{OFFLINE_ENV: "1", school.MIRROR_ENV: str(mirror)})
+    r = subprocess.run(["snakemake", "--cores", "1", ".smoke/datasets/school/ILEA567.DAT",
+                        "--configfile=config/smoke.yaml"], cwd=tmp_path, env=env,
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode != 0
+    errors = [line for line in (r.stdout + r.stderr).splitlines() if line.startswith("rfl: error:")]
+    assert len(errors) == 1 and f"{mirror / 'ILEA567.DAT'} has sha256" in errors[0], r.stderr[-3000:]
+    assert school.MIRROR_ENV in errors[0]
