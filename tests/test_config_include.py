@@ -225,3 +225,10 @@ def test_the_workflow_reads_includes_and_refuses_a_missing_one_in_one_line(tmp_p
                       f"'missing.yaml' not found (no file {tmp_path / 'config' / 'missing.yaml'}); "
                       f"allowed: a config file's path relative to {tmp_path / 'config'}"]
     assert "Traceback" not in r.stderr
+
+
+def test_the_readme_shows_the_documented_comparison_config():
+    """The README's include example is docs/examples/compare.yaml (as YAML, comments aside)."""
+    readme = (REPO / "README.md").read_text()
+    block = readme.split("**Including another config**", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+    assert yaml.safe_load(block) == yaml.safe_load((REPO / "docs" / "examples" / "compare.yaml").read_text())
