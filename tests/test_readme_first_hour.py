@@ -63,3 +63,18 @@ def test_smoke_targets_follow_the_configfile_with_an_equals_sign():
                 targets += 1
                 assert needs_no_file(cfg, Path(w).stem), line
     assert targets >= 1
+
+
+def test_check_report_without_websockets_names_the_extra(monkeypatch, capsys):
+    import importlib.util
+    import sys
+
+    sys.path.insert(0, str(REPO / "scripts"))
+    import check_report
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "websockets" else real(name, *a))
+    assert check_report.main(["--chromium", "/bin/true"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and 'pip install -e ".[report]"' in err and "websockets" in err
