@@ -828,13 +828,11 @@ INCLUDED_SECTIONS = ("school", "anchors", "datasets")
 BY_NAME = ("geometry", "step")
 
 
-def including_file(configfiles) -> str | None:
-    """The last of ``configfiles`` (as Snakemake merged them) whose top level declares
-    ``include``: its folder is where the include paths start (None: none declares one)."""
-    from rfl import io
-
-    for f in reversed(list(configfiles)):
-        raw = io.read_yaml(f)
+def including_file(configs) -> str | None:
+    """The last of ``configs``, (path, content) pairs of the config files as Snakemake merged
+    them, whose top level declares ``include``: its folder is where the include paths start
+    (None: none declares one)."""
+    for f, raw in reversed(list(configs)):
         if isinstance(raw, dict) and "include" in raw:
             return str(f)
     return None

@@ -17,9 +17,8 @@ from rfl.workflow import LIGHT, Plan, absent_data, alternatives, is_dry_run, pin
 # Clear, key-naming errors first (schema + semantic checks, plug-ins that fail to load), then
 # Snakemake's own check; rfl's errors end the workflow as `rfl` does: one line, exit status 2.
 try:
-    for _configfile in workflow.configfiles:
-        io.read_yaml(_configfile)
-    config = rflconfig.resolve_includes(config, rflconfig.including_file(workflow.configfiles))
+    _configs = [(_f, io.read_yaml(_f)) for _f in workflow.configfiles]
+    config = rflconfig.resolve_includes(config, rflconfig.including_file(_configs))
     config = rflconfig.validate(config)
 except (io.YAMLError, rflconfig.ConfigError) as _error:
     print(f"rfl: error: {_error}", file=sys.stderr)

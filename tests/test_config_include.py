@@ -232,3 +232,10 @@ def test_the_readme_shows_the_documented_comparison_config():
     readme = (REPO / "README.md").read_text()
     block = readme.split("**Including another config**", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
     assert yaml.safe_load(block) == yaml.safe_load((REPO / "docs" / "examples" / "compare.yaml").read_text())
+
+
+def test_the_including_file_is_the_last_config_file_that_declares_include():
+    configs = [("a.yaml", {"include": "x.yaml"}), ("b.yaml", {"datasets": {}}),
+               ("c.yaml", {"include": "y.yaml"}), ("d.yaml", None)]
+    assert rflconfig.including_file(configs) == "c.yaml"
+    assert rflconfig.including_file(configs[1:2]) is None
