@@ -815,10 +815,146 @@ def validate(config: dict, schema_path: str | Path = SCHEMA_PATH) -> dict:
 
 def load(path: str | Path) -> dict:
     """A config file read with ``rfl.io.read_yaml`` (duplicate keys, alias bombs and deep
-    nesting refused, naming the file), then validated."""
+    nesting refused, naming the file), its includes resolved (``resolve_includes``), then
+    validated."""
     from rfl import io
 
-    return validate(io.read_yaml(path))
+    return validate(resolve_includes(io.read_yaml(path), path))
+
+
+# ---- includes ---------------------------------------------------------------
+#: the sections an included config gives the including one, merged by name (``resolve_includes``)
+INCLUDED_SECTIONS = ("school", "anchors", "datasets")
+#: the keys of an experiment that may name another experiment instead of holding a mapping
+BY_NAME = ("geometry", "step")
+
+
+def including_file(configs) -> str | None:
+    """The last of ``configs``, (path, content) pairs of the config files as Snakemake merged
+    them, whose top level declares ``include``: its folder is where the include paths start
+    (None: none declares one)."""
+    for f, raw in reversed(list(configs)):
+        if isinstance(raw, dict) and "include" in raw:
+            return str(f)
+    return None
+
+
+def resolve_includes(config, path: str | Path | None = None) -> dict:
+    """``config`` (read from the file ``path``; None: the working directory) with its
+    ``include:`` resolved and its experiments' ``geometry:`` and ``step:`` given by name replaced
+    by the named experiment's; the result has no ``include`` key and goes to ``validate``.
+
+    ``include``: a path or a list of paths, relative to the including file's folder; each
+    included file is read with ``rfl.io.read_yaml`` and resolved first (its own includes).
+    Merging: from the included files, in order, only ``school``, ``anchors`` and ``datasets``
+    are taken, entry by entry (a later file's entry of the same name replaces an earlier one's,
+    whole; ``school``/``anchors`` key by key), and the including file's own entries replace
+    them; of the included datasets only those its experiments use are kept (all of them
+    when an experiment names one no file has, for the check to list them). The included
+    experiments are not run: they are names ``geometry:`` and ``step:`` may give (as may the
+    including file's own experiments). Every other key (output_dir, toy_size, experiments,
+    figures, tables, claims, heterogeneity, lsa) is the including file's alone.
+    A missing file, a cycle, an include that is no path, or a name that is no experiment is a
+    ConfigError of one line naming the file."""
+    out, _ = _resolve(config, path, ())
+    if not isinstance(config, dict) or "include" not in config or not isinstance(out.get("datasets"), dict):
+        return out
+    exps = out.get("experiments") if isinstance(out.get("experiments"), dict) else {}
+    used = {e.get("dataset") for e in exps.values() if isinstance(e, dict)}
+    if not used <= set(out["datasets"]):       # a name no file has: validate names the key
+        return out                             # and lists every dataset there is
+    own = config.get("datasets") if isinstance(config.get("datasets"), dict) else {}
+    return {**out, "datasets": {n: d for n, d in out["datasets"].items() if n in used or n in own}}
+
+
+def _resolve(config, path, chain: tuple) -> tuple:
+    """(``config`` resolved as ``resolve_includes`` says, but keeping every included dataset;
+    the experiments it can name: its own, resolved, over those of the files it includes)."""
+    from rfl import io
+
+    if not isinstance(config, dict):
+        return config, {}
+    where = f"config file {path}" if path is not None else "config"
+    here = Path(path).resolve() if path is not None else None
+    chain = chain + ((here,) if here is not None else ())
+    base = here.parent if here is not None else Path.cwd()
+    merged: dict = {}
+    templates: dict = {}
+    names = config.get("include", [])
+    names = [names] if isinstance(names, str) else names
+    if not isinstance(names, list) or ("include" in config and not names) \
+            or not all(isinstance(n, str) and n for n in names):
+        raise ConfigError(f"{where}: include: {config['include']!r}; allowed: a path, or a list "
+                          f"of paths, of config files relative to this file's folder")
+    for name in names:
+        target = (base / name).resolve()
+        if target in chain:
+            loop = " -> ".join(str(p) for p in chain[chain.index(target):] + (target,))
+            raise ConfigError(f"{where}: include {name!r} makes a cycle ({loop}); allowed: "
+                              f"includes that never lead back to an including file")
+        if not target.is_file():
+            raise ConfigError(f"{where}: include {name!r} not found (no file {target}); allowed: "
+                              f"a config file's path relative to {base}")
+        included = io.read_yaml(target)
+        if not isinstance(included, dict):
+            raise ConfigError(f"config file {target}: included by {path or 'the config'}, holds "
+                              f"{type(included).__name__}, not a mapping; allowed: a config file")
+        included, theirs = _resolve(included, target, chain)
+        for section in INCLUDED_SECTIONS:
+            if isinstance(included.get(section), dict):
+                merged[section] = {**merged.get(section, {}), **copy.deepcopy(included[section])}
+        templates.update(theirs)
+    out = {k: v for k, v in config.items() if k != "include"}
+    for section in INCLUDED_SECTIONS:
+        own = out.get(section)
+        if section in merged and (own is None or isinstance(own, dict)):
+            out[section] = {**merged[section], **(own or {})}
+    out = _by_name(out, templates, where)
+    own_exps = out.get("experiments") if isinstance(out.get("experiments"), dict) else {}
+    return out, {**templates, **own_exps}
+
+
+def _by_name(config: dict, templates: dict, where: str) -> dict:
+    """``config`` with each experiment's ``geometry``/``step`` that is a string replaced by that
+    key of the experiment it names (one of ``config``'s own, else of ``templates``, the
+    included files' experiments)."""
+    exps = config.get("experiments")
+    if not isinstance(exps, dict):
+        return config
+    pool = {**templates, **exps}
+    resolved = {}
+    for ename, exp in exps.items():
+        if not isinstance(exp, dict):
+            resolved[ename] = exp
+            continue
+        exp = dict(exp)
+        for key in BY_NAME:
+            seen = [ename]
+            value = exp.get(key)
+            while isinstance(value, str):
+                other = pool.get(value)
+                if not isinstance(other, dict):
+                    import difflib
+                    close = difflib.get_close_matches(value, list(pool), n=3)
+                    raise ConfigError(
+                        f"{where}: config key experiments.{seen[-1]}.{key}: {value!r} names no "
+                        f"experiment of this file or the files it includes; allowed: a mapping, or "
+                        f"the name of one of the {len(pool)} experiments there"
+                        + (f" (closest: {', '.join(close)})" if close else ""))
+                if value in seen:
+                    raise ConfigError(f"{where}: config key experiments.{ename}.{key}: the names "
+                                      f"{' -> '.join(seen + [value])} make a cycle; allowed: a "
+                                      f"name that leads to a mapping")
+                seen.append(value)
+                value = other.get(key, {} if key == "geometry" else None)
+            if key in exp:
+                if value is None:
+                    raise ConfigError(f"{where}: config key experiments.{ename}.{key}: experiment "
+                                      f"{seen[-1]!r} has no {key}; allowed: a mapping, or the name "
+                                      f"of an experiment that has one")
+                exp[key] = copy.deepcopy(value)
+        resolved[ename] = exp
+    return {**config, "experiments": resolved}
 
 
 # ---- expansion --------------------------------------------------------------

@@ -78,44 +78,91 @@ OFFLINE_ENV = "RFL_OFFLINE"
 
 def absent_data(config: dict, offline: bool | None = None, probe=None) -> dict[str, str]:
     """experiment -> the one line saying why it is skipped, for every experiment of ``config``
-    whose dataset reads a pinned file (``rfl.data.sources``) that is neither in the cache
-    (``anchors.cache_dir``) nor in a mirror and cannot be fetched: ``offline`` (default: from
-    $RFL_OFFLINE), else ``probe(name)`` (default: ``sources.reachable``, a TCP connect to the
-    host) is False. No download is attempted here: the fetch rule downloads."""
-    from rfl.data import sources
-
+    whose dataset reads a pinned file (the School data, ``rfl.data.school``, or a source of
+    ``rfl.data.sources``) that is neither in the cache (``school.cache_dir``,
+    ``anchors.cache_dir``) nor in a mirror and cannot be fetched: ``offline`` (default: from
+    $RFL_OFFLINE), else ``probe(name)`` (name: "school" or a source's; default: a TCP connect
+    to the file's host, ``sources.reachable``) is False. No download is attempted here: the
+    fetch rules download."""
     if offline is None:
         flag = os.environ.get(OFFLINE_ENV, "").strip()
         offline = {"1": True, "0": False}.get(flag)
-    probe = probe or sources.reachable
-    cache = config.get("anchors", {}).get("cache_dir", "datasets/anchors").rstrip("/") + "/"
-    mirror = config.get("anchors", {}).get("mirror")
-    missing: dict[str, str | None] = {}            # source -> why it cannot be had, or None
+    probe = probe or _reachable
+    missing: dict[str, str | None] = {}            # raw input -> why it cannot be had, or None
     out = {}
     for name, exp in config["experiments"].items():
         ds = config["datasets"][exp["dataset"]]
         for raw in raw_inputs_of(ds["problem"], ds.get("params")):
-            if raw not in SOURCES:
+            if raw not in SOURCES and raw != "school":
                 continue
             if raw not in missing:
-                src = SOURCES[raw]
-                here = sources.locate(raw, cache + src.subpath, mirror)   # as the fetch job looks
+                here, file, how = _located(config, raw)        # as the fetch job looks
                 gone = here is None and (offline if offline is not None else not probe(raw))
-                missing[raw] = (f"{os.path.basename(src.subpath)} not found; "
-                                f"{sources.how_to_get(raw)}") if gone else None
+                missing[raw] = f"{file} not found; {how}" if gone else None
             if missing[raw]:
                 out[name] = f"skipped {name}: {missing[raw]}"
                 break
     return out
 
 
+#: names a skip line gives before "and N more" (``skip_lines``)
+SKIP_NAMES = 3
+
+
+def skip_lines(skipped: dict[str, str]) -> list[str]:
+    """The lines the workflow prints for ``skipped`` (``absent_data``): one per missing file,
+    naming the first SKIP_NAMES experiments it leaves out and how many more (the report lists
+    them all): ``skipped a, b, c and 4 more: ILEA567.DAT not found; set ...``."""
+    by_reason: dict[str, list[str]] = {}
+    for name, line in skipped.items():
+        by_reason.setdefault(line.split(": ", 1)[1], []).append(name)
+    out = []
+    for reason, names in by_reason.items():
+        more = len(names) - SKIP_NAMES
+        out.append(f"skipped {', '.join(names[:SKIP_NAMES])}"
+                   + (f" and {more} more" if more > 0 else "") + f": {reason}")
+    return out
+
+
+def _located(config: dict, raw: str):
+    """(the copy of raw input ``raw`` on this machine or None, its file name, how to get it)."""
+    from rfl.data import school, sources
+
+    if raw == "school":
+        cfg = config.get("school", {})
+        cache = cfg.get("cache_dir", "datasets/school").rstrip("/") + "/" + ILEA_FILENAME
+        return school.locate(cache, cfg.get("mirror")), ILEA_FILENAME, school.how_to_get()
+    src = SOURCES[raw]
+    cache = config.get("anchors", {}).get("cache_dir", "datasets/anchors").rstrip("/") + "/"
+    here = sources.locate(raw, cache + src.subpath, config.get("anchors", {}).get("mirror"))
+    return here, os.path.basename(src.subpath), sources.how_to_get(raw)
+
+
+def _reachable(raw: str) -> bool:
+    """Whether the host of raw input ``raw`` (the School data or a pinned source) answers."""
+    from rfl.data import school, sources
+
+    return sources.url_reachable(school.ILEA_URL) if raw == "school" else sources.reachable(raw)
+
+
 def without_skipped(config: dict, skipped) -> dict:
-    """``config`` without the figures of the experiments in ``skipped`` (``absent_data``): what
+    """``config`` without the figures of the experiments in ``skipped`` (``absent_data``), and
+    without the tables and studies that read one of them (Table 2, heterogeneity, lsa): what
     the workflow draws and the report shows (their claims stay, reported as not run)."""
-    if "figures" not in config:
+    if not skipped:
         return config
-    return {**config, "figures": {f: fig for f, fig in config["figures"].items()
-                                  if fig["experiment"] not in skipped}}
+    out = dict(config)
+    if "figures" in config:
+        out["figures"] = {f: fig for f, fig in config["figures"].items()
+                          if fig["experiment"] not in skipped}
+    t2 = config.get("tables", {}).get("table2")
+    if t2 and set(t2.get("experiments", {}).values()).union(t2.get("sensitivity", [])) & set(skipped):
+        out["tables"] = {k: v for k, v in config["tables"].items() if k != "table2"}
+    for study in ("heterogeneity", "lsa"):
+        exps = (config.get(study) or {}).get("experiments", [])
+        if set(exps.values() if isinstance(exps, dict) else exps) & set(skipped):
+            del out[study]
+    return out
 
 
 def alternatives(names) -> str:

@@ -7,16 +7,18 @@ from snakemake.utils import validate
 
 from rfl import config as rflconfig
 from rfl import io
-from rfl.workflow import LIGHT, Plan, absent_data, alternatives, is_dry_run, pinned
+from rfl.workflow import LIGHT, Plan, absent_data, alternatives, is_dry_run, pinned, skip_lines
 
 
 # Snakemake's YAML reader keeps the last of two equal keys; read the config files again with
 # rfl's, which refuses that (and recursive aliases, alias bombs, deep nesting), naming the file.
+# A config's `include:` (paths relative to the file that declares it) and its experiments'
+# geometry and step given by name are resolved before anything checks it (rfl/config.py).
 # Clear, key-naming errors first (schema + semantic checks, plug-ins that fail to load), then
 # Snakemake's own check; rfl's errors end the workflow as `rfl` does: one line, exit status 2.
 try:
-    for _configfile in workflow.configfiles:
-        io.read_yaml(_configfile)
+    _configs = [(_f, io.read_yaml(_f)) for _f in workflow.configfiles]
+    config = rflconfig.resolve_includes(config, rflconfig.including_file(_configs))
     config = rflconfig.validate(config)
 except (io.YAMLError, rflconfig.ConfigError) as _error:
     print(f"rfl: error: {_error}", file=sys.stderr)
@@ -24,10 +26,11 @@ except (io.YAMLError, rflconfig.ConfigError) as _error:
 validate(config, "../config/schema.yaml")
 
 # An experiment whose pinned data file is in neither the cache nor a mirror, and cannot be
-# fetched (offline: $RFL_OFFLINE=1 or its host unreachable), is left out with one line saying
-# which file and how to get it; its claims are reported as not run (rfl/workflow.py).
+# fetched (offline: $RFL_OFFLINE=1 or its host unreachable), is left out; one line per missing
+# file names the experiments it leaves out and says how to get it; their claims are reported
+# as not run (rfl/workflow.py).
 SKIPPED = absent_data(config)
-for _line in SKIPPED.values():
+for _line in skip_lines(SKIPPED):
     print(_line, file=sys.stderr)
 PLAN = Plan(config, io.read_yaml("config/paper_values.yaml"), workflow.configfiles, skipped=SKIPPED)
 OUT = PLAN.out

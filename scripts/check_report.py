@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import base64
 import contextlib
+import importlib.util
 import itertools
 import json
 import os
@@ -286,6 +287,10 @@ def main(argv=None) -> int:
     if chromium is None:
         print(f"check_report: error: no Chromium found (looked for {', '.join(CHROMIUM_NAMES)}); "
               "allowed: --chromium PATH", file=sys.stderr)
+        return 2
+    if importlib.util.find_spec("websockets") is None:
+        print('check_report: error: the websockets package is not installed; allowed: '
+              'pip install -e ".[report]" (README, the extras each task needs)', file=sys.stderr)
         return 2
     if not args.timeout > 0:
         print(f"check_report: error: --timeout {args.timeout:g}; allowed: a positive number of seconds",

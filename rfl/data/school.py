@@ -2,12 +2,12 @@
 
 Data: the Inner London Education Authority exam records (Goldstein 1991):
 15362 students in 139 secondary schools, one regression task per school, the
-target is the exam score. Provenance, checksums, the fixed-width record format
-and the 28-feature encoding are documented in
-``shared/datasets/school/PROVENANCE.md``; the file used here is
-``raw/ILEA567.DAT`` (PROVENANCE.md section 1). The data files are never copied
-into this repository: :func:`fetch_ilea` places a verified copy in a
-caller-chosen directory.
+target is the exam score. The pinned URL and sha256 are below, the fixed-width
+record format in :func:`parse_ilea` and the 28-feature encoding in
+:func:`encode_features` (after the PROVENANCE.md that accompanies a mirror copy,
+its section 1 cited below); the file used is ``ILEA567.DAT``. The data files are
+never copied into this repository: :func:`fetch_ilea` places a verified copy in a
+caller-chosen directory, :func:`locate` says whether one is on this machine.
 
 Pipeline::
 
@@ -62,6 +62,8 @@ __all__ = [
     "DataUnavailableError",
     "ChecksumMismatchError",
     "fetch_ilea",
+    "locate",
+    "how_to_get",
     "verified_ilea",
     "parse_ilea",
     "encode_features",
@@ -127,10 +129,9 @@ def _how_to(dest: Path) -> str:
     return (
         f"To provide the School data offline, either set the environment variable "
         f"{MIRROR_ENV} (or the config key `school.mirror`) to a directory holding "
-        f"{ILEA_FILENAME} (as <dir>/{ILEA_FILENAME} or <dir>/raw/{ILEA_FILENAME}, "
-        f"e.g. shared/datasets/school), or place the file at {dest}. "
-        f"Expected sha256: {ILEA_SHA256} (276515 bytes; source {ILEA_URL}; "
-        f"see shared/datasets/school/PROVENANCE.md)."
+        f"{ILEA_FILENAME} (as <dir>/{ILEA_FILENAME} or <dir>/raw/{ILEA_FILENAME}), "
+        f"or place the file at {dest}. "
+        f"Expected sha256: {ILEA_SHA256} (276515 bytes; source {ILEA_URL})."
     )
 
 
@@ -139,6 +140,23 @@ def _find_in_mirror(mirror: Path) -> Path | None:
         if cand.is_file():
             return cand
     return None
+
+
+def locate(cache_path: str | os.PathLike | None = None,
+           mirror: str | os.PathLike | None = None) -> Path | None:
+    """A copy of ILEA567.DAT already on this machine, looked for as :func:`fetch_ilea` does:
+    ``cache_path`` if it exists, else in the mirror (``mirror``, else $RFL_SCHOOL_MIRROR);
+    None if neither. No network access, no checksum (the fetch and data steps verify)."""
+    if cache_path is not None and Path(cache_path).is_file():
+        return Path(cache_path)
+    if mirror is None:
+        mirror = os.environ.get(MIRROR_ENV, "").strip() or None
+    return None if mirror is None else _find_in_mirror(Path(mirror).expanduser())
+
+
+def how_to_get() -> str:
+    """One line: how to provide ILEA567.DAT (as ``rfl.data.sources.how_to_get`` says it)."""
+    return f"set {MIRROR_ENV}=<dir> or run with internet"
 
 
 def _copy_from_mirror(src: Path, dest: Path) -> Path:

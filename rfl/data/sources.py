@@ -32,7 +32,7 @@ from rfl.data.checksums import digests, mismatches
 from rfl.data.school import ChecksumMismatchError, DataUnavailableError
 
 __all__ = ["Source", "SOURCES", "MIRROR_ENV", "CIFAR10_MIRROR_ENV", "fetch", "verified", "locate",
-           "how_to_get", "reachable",
+           "how_to_get", "reachable", "url_reachable",
            "find_in_mirror", "find_all_in_mirror", "ChecksumMismatchError", "DataUnavailableError"]
 
 #: environment variable naming the mirror folder (a copy of the anchors' data/ folder)
@@ -192,8 +192,15 @@ def _host_reachable(host: str, port: int, timeout: float) -> bool:
 def reachable(name: str, timeout: float = 3.0) -> bool:
     """Whether the host of source ``name``'s URL accepts a TCP connection within ``timeout``
     seconds (no request is sent; one probe per host and process)."""
-    url = urllib.parse.urlsplit(source(name).url)
-    return _host_reachable(url.hostname, url.port or (443 if url.scheme == "https" else 80), timeout)
+    return url_reachable(source(name).url, timeout)
+
+
+def url_reachable(url: str, timeout: float = 3.0) -> bool:
+    """Whether the host of ``url`` accepts a TCP connection within ``timeout`` seconds (one
+    probe per host and process)."""
+    parts = urllib.parse.urlsplit(url)
+    return _host_reachable(parts.hostname, parts.port or (443 if parts.scheme == "https" else 80),
+                           timeout)
 
 
 def find_all_in_mirror(names, what: str) -> list[Path]:

@@ -631,8 +631,8 @@ class SchoolMultitask(MultitaskFeatures):
         found = school._find_in_mirror(Path(mirror)) if mirror else None
         if found is None:
             raise FileNotFoundError(f"the School data: set {school.MIRROR_ENV} to a directory "
-                                    f"holding {school.ILEA_FILENAME} (or raw/{school.ILEA_FILENAME}), "
-                                    f"e.g. shared/datasets/school; got {mirror or 'nothing'}")
+                                    f"holding {school.ILEA_FILENAME} (or raw/{school.ILEA_FILENAME}); "
+                                    f"got {mirror or 'nothing'}")
         return [found]
 
     @classmethod
