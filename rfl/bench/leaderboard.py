@@ -10,7 +10,8 @@ Per (problem, method), over the reported seeds (the same seeds, draws and x_1 fo
     a seed that never reaches it counts +inf, shown as "-");
   - the wall time of the whole run (seconds inside the algorithm, median), and its total
     gradient evaluations and floats;
-  - the step (tuned, given or declared: ``rfl.bench.tuning``).
+  - the step (tuned, given or declared: ``rfl.bench.tuning``; a tuned step at an end of the grid
+    is flagged: a wider grid might have chosen another).
 A method that cannot run on a problem has a row saying why.
 
 Every number comes from one frame with a row per run and round (``read_runs``): pointed at the
@@ -112,8 +113,11 @@ def rows(frame: pd.DataFrame, spec: dict) -> pd.DataFrame:
                 block.append({**row, "status": "no runs", "reason": "no run table of it was given"})
                 continue
             iv = stats.interval(recs["final"], "sign", level=LEVEL)
-            alpha = runs["alpha"].iloc[0]
-            row.update(status="ok", reason="", step=float(alpha), step_from=runs["step_from"].iloc[0],
+            alpha, source = float(runs["alpha"].iloc[0]), runs["step_from"].iloc[0]
+            grid = spec["grids"][p]
+            if source == "tuned" and len(grid) > 1 and alpha in (min(grid), max(grid)):
+                source = "tuned, at the grid's edge"
+            row.update(status="ok", reason="", step=alpha, step_from=source,
                        seeds=len(seeds), final_median=float(np.median(recs["final"])),
                        final_low=iv.low, final_high=iv.high,
                        initial_median=float(np.median(recs["initial"])))

@@ -151,7 +151,8 @@ def unavailable(method: Method, problem: str) -> str | None:
     return None
 
 
-def _split(values, what: str) -> list[str]:
+def _split(values) -> list[str]:
+    """Problem names given as several words or comma-separated."""
     out = []
     for v in values or []:
         out += [s.strip() for s in str(v).split(",") if s.strip()]
@@ -171,15 +172,15 @@ class BenchPlan:
         self.out = out.rstrip("/") + "/" if out else ""
         if not re.fullmatch(r"/?([A-Za-z0-9_.-]+/)*", self.out):
             raise BenchError(f"--out {out!r}: allowed: a folder path of letters, digits, '_', '.', '-'")
-        problems = _split(problems, "problem") or list(suite.INSTANCES)
+        problems = _split(problems) or list(suite.INSTANCES)
         for p in problems:
             if p not in suite.INSTANCES:
                 raise BenchError(f"problem {p!r} is not in the benchmark suite; allowed: "
                                  f"{', '.join(suite.INSTANCES)}")
         self.problems = list(dict.fromkeys(problems))
-        mine = [parse_method(m, "yours") for m in _split(methods, "method")]
-        base = [parse_method(m, "baseline") for m in
-                (_split(baselines, "baseline") if baselines is not None else suite.BASELINES)]
+        mine = [parse_method(str(m), "yours") for m in methods or []]
+        base = [parse_method(str(m), "baseline") for m in
+                (baselines if baselines is not None else suite.BASELINES)]
         ids = [m.id for m in mine]
         if len(set(ids)) != len(ids):
             twice = sorted({i for i in ids if ids.count(i) > 1})

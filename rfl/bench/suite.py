@@ -23,7 +23,7 @@ SEEDS = {"smoke": [0, 1, 2], "default": [0, 1, 2, 3, 4, 5], "paper": list(range(
 #: the tuning seed: its runs choose the step and are never reported
 TUNING_SEED = 1000
 #: the step grid, as factors of a problem's alpha_0
-GRID = {"smoke": (1 / 3, 1.0), "default": (1 / 9, 1 / 3, 1.0, 3.0), "paper": (1 / 9, 1 / 3, 1.0, 3.0)}
+GRID = {"smoke": (0.3, 1.0), "default": (0.1, 0.3, 1.0, 3.0), "paper": (0.1, 0.3, 1.0, 3.0)}
 
 #: the built-in baselines (every federated Riemannian strategy of rfl with its default options)
 BASELINES = ("rfedags", "rfedavg", "rfedprox", "rfedsvrg", "rfedproj", "zorfedproj")
