@@ -9,7 +9,8 @@ has such a setting (CPESph's per-agent V_i, kPCA's one digit class per agent), s
 drift separates the methods; they need no downloaded file.
 
 Sizes: ``smoke`` (toy: exercises the pipeline, decides nothing), ``default`` (designed for
-<= 10 minutes on 2 cores with the built-in baselines), ``paper`` (the papers' sizes: Table 1
+<= 10 minutes on 2 cores with the built-in baselines; its alpha_0 is near the step the grid
+chose on a first run, so that the grid brackets it), ``paper`` (the papers' sizes: Table 1
 of the RFedAGS paper, Li & Ma's kPCA, the authors' PCAStief_Syn_40 and LRMCGrass_Syn).
 """
 
@@ -45,7 +46,7 @@ INSTANCES = {
     "cpesph": _instance(
         "cpesph", {"nu": 0.1, "heterogeneous": True}, {"retraction": "normalize", "transport": "parallel"},
         smoke=({"d": 8, "S": 4, "N": 20}, 10, 3, 5, 1.0),
-        default=({"d": 25, "S": 10, "N": 80}, 100, 5, 16, 1.0),
+        default=({"d": 25, "S": 10, "N": 80}, 100, 5, 16, 3.0),
         paper=({"d": 25, "S": 10, "N": 80}, 400, 5, 64, 1.0)),
     "cfmspd": _instance(
         "cfmspd", {"D_W": 1.0}, {"retraction": "exp", "transport": "parallel"},
@@ -55,28 +56,28 @@ INSTANCES = {
     "mbcfsti": _instance(
         "mbcfsti", {}, {"retraction": "polar", "transport": "parallelization"},
         smoke=({"d": 6, "p": 2, "S": 3, "N": 6}, 10, 3, 3, 0.01),
-        default=({"d": 15, "p": 2, "S": 10, "N": 30}, 100, 5, 10, 0.003),
+        default=({"d": 15, "p": 2, "S": 10, "N": 30}, 100, 5, 10, 0.01),
         paper=({"d": 25, "p": 2, "S": 20, "N": 50}, 400, 5, 25, 0.003)),
     "multitask": _instance(
         "multitask", {"noise": 1.0e-6, "lam": 0.0}, {"retraction": "svd", "transport": "parallelization"},
         smoke=({"S": 3, "N": 6, "m": 10, "r": 2, "d_min": 4, "d_max": 8}, 10, 3, 3, 0.003),
-        default=({"S": 10, "N": 20, "m": 40, "r": 3, "d_min": 8, "d_max": 20}, 100, 5, 10, 0.003),
+        default=({"S": 10, "N": 20, "m": 40, "r": 3, "d_min": 8, "d_max": 20}, 100, 5, 10, 0.01),
         paper=({"S": 20, "N": 50, "m": 100, "r": 5, "d_min": 10, "d_max": 50}, 100, 5, 25, 0.003),
         reference={"tolerance": 1.0e-9, "max_iterations": 2000}),
     "kpca": _instance(
         "kpca", {"split": "label"}, {"retraction": "polar", "transport": "parallelization"},
         smoke=({"S": 4, "r": 2, "n_per_agent": 20}, 10, 3, 5, 0.25),
-        default=({"S": 10, "r": 3, "n_per_agent": 60}, 100, 5, 20, 0.25),
+        default=({"S": 10, "r": 3, "n_per_agent": 60}, 100, 5, 20, 0.1),
         paper=({"S": 10, "r": 3}, 150, 5, 50, 0.25)),
     "pca_stiefel": _instance(
         "pca_stiefel", {}, {"retraction": "qr", "transport": "projection"},
         smoke=({"d": 5, "r": 2, "S": 4, "N": 10, "block": 10, "n_blocks": 4}, 10, 3, 5, 0.012),
-        default=({"d": 20, "r": 3, "S": 20, "N": 40, "block": 40, "n_blocks": 20}, 100, 5, 20, 0.012),
+        default=({"d": 20, "r": 3, "S": 20, "N": 40, "block": 40, "n_blocks": 20}, 200, 5, 20, 0.04),
         paper=({"d": 100, "r": 5, "S": 40, "N": 100, "block": 100, "n_blocks": 40}, 1000, 5, 50, 0.012)),
     "lrmc": _instance(
         "lrmc", {"noise": 1.0e-6}, {"retraction": "cayley", "transport": "cayley"},
         smoke=({"m": 12, "n": 24, "r": 2, "S": 3, "OS": 2.0, "test_fraction": 0.2}, 10, 3, 4, 0.02),
-        default=({"m": 40, "n": 200, "r": 3, "S": 10, "OS": 4.0, "test_fraction": 0.1}, 100, 5, 10, 0.005),
+        default=({"m": 40, "n": 200, "r": 3, "S": 10, "OS": 4.0, "test_fraction": 0.1}, 100, 5, 10, 0.02),
         paper=({"m": 200, "n": 1000, "r": 5, "S": 20, "OS": 6.0, "test_fraction": 0.1}, 100, 5, 25, 0.002),
         reference={"tolerance": 1.0e-9, "max_iterations": 500}),
 }
