@@ -244,3 +244,50 @@ def test_rfedags_and_rfedavg_coincide_for_k1_with_exp_and_parallel_transport(tmp
     before = {f: f.stat().st_mtime_ns for f in Path(plan.path("results/runs")).rglob("*.csv")}
     run_plan(plan, log=lambda line: None)
     assert {f: f.stat().st_mtime_ns for f in Path(plan.path("results/runs")).rglob("*.csv")} == before
+
+
+# ---- the HTML page in a real browser ---------------------------------------------------------------
+def _browser_available() -> bool:
+    import importlib.util
+    sys.path.insert(0, str(REPO / "scripts"))
+    import check_report
+    return check_report.find_chromium() is not None and importlib.util.find_spec("websockets") is not None
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not _browser_available(), reason="needs Chromium on PATH and websockets")
+def test_the_leaderboard_columns_sort_in_headless_chromium(tmp_path):
+    """Clicking a header orders the rows by that column (ascending, then descending on a second
+    click), numbers as numbers (2e-5 before 0.3, '-' = +inf last), text as text; the oracle is
+    Python's sort of the board's own values."""
+    import check_report
+
+    finals = {"a": [0.3] * 3, "b": [2e-5] * 3, "c": [0.15] * 3, "d": [INF] * 3}   # "2e-05" > "0.3" as text
+    spec = _spec(list(finals) + ["e"], unavailable=["e"])
+    board = L.rows(_frame(finals), spec)
+    (tmp_path / "leaderboard.html").write_text(L.html_page(board, spec))
+    browser = check_report.Browser(check_report.find_chromium())
+    try:
+        browser.navigate((tmp_path / "leaderboard.html").as_uri())
+        browser.wait_for("document.readyState === 'complete' && document.querySelector('table.sortable') !== null",
+                         "the page")
+
+        def order_after_click(header: str) -> list[str]:
+            return browser.eval(f"""(() => {{
+                const th = [...document.querySelectorAll('table.sortable th')].find(h => h.textContent === {header!r});
+                th.click();
+                return [...document.querySelectorAll('table.sortable tbody tr')].map(r => r.dataset.method);
+            }})()""")
+
+        value = {m: (np.median(finals[m]) if m in finals else INF) for m in list(finals) + ["e"]}
+        ascending = sorted(value, key=value.get)                   # e (cannot run) ties d at +inf
+        assert order_after_click("final excess risk (median)") == ascending
+        # descending: a stable sort keeps the tie d, e in the order it found it (as Python's does)
+        assert order_after_click("final excess risk (median)") == sorted(ascending, key=value.get, reverse=True)
+        names = board.set_index("method")["label"].to_dict()
+        asc = order_after_click("method")
+        assert asc == sorted(names, key=names.get)
+        assert order_after_click("method") == asc[::-1]
+        assert browser.eval("document.querySelector('th[aria-sort]').textContent") == "method"
+    finally:
+        browser.close()
