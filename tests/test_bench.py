@@ -135,10 +135,31 @@ def test_median_and_its_sign_interval_across_seeds():
     assert (rb["rank"], ra["rank"]) == (1, 2)
     assert rc["status"] == "cannot run" and rc["reason"] == "why" and pd.isna(rc["rank"])
     assert ra["step_from"] == "tuned"
+    # b (rank 1) against a, a against b: per seed b/a = 0.05/0.3, ...; the diverged seed is +inf
+    assert (rb["versus"], ra["versus"]) == ("a", "b") and rb["versus_high"] == INF
     # 1 -> 0.3 linearly over 4 rounds: 1 - 0.7 t/4 <= 0.1 never; 0.1 x 1 is first reached by no seed
     assert ra["rounds_to_1e-1"] == INF
     # b's seeds fall to <= 0.09 at t = 4 except the diverged one: median of five 4's and one inf
     assert rb["rounds_to_1e-1"] == 4 and rb["grad_evals_to_1e-1"] == 8 and rb["floats_to_1e-1"] == 20
+
+
+def test_the_paired_ratio_is_the_geometric_mean_of_per_seed_ratios_with_a_t_interval():
+    """Seed s of one method against seed s of the other (their draws are shared): ratios
+    exactly 1/2 per seed give 1/2 whatever the order of the seeds; otherwise exp of the mean
+    log ratio +- t_{0.975, n-1} sd / sqrt(n), by scipy.stats directly."""
+    mine = pd.Series([0.1, 0.4, 0.2], index=[0, 1, 2])
+    other = pd.Series([0.8, 0.4, 0.2], index=[1, 2, 0])            # the same seeds, another order
+    iv = L.paired_ratio(mine, other)
+    assert iv.shown() == pytest.approx((0.5, 0.5, 0.5)) and L.verdict(iv) == "lower"
+    a = pd.Series([1.0, 2.0, 0.5, 3.0], index=range(4))
+    b = pd.Series([1.5, 1.0, 1.0, 1.0], index=range(4))
+    x = np.log(a / b)
+    half = sps.t.ppf(0.975, 3) * x.std(ddof=1) / 2
+    iv = L.paired_ratio(a, b)
+    assert iv.shown() == pytest.approx((np.exp(x.mean()), np.exp(x.mean() - half), np.exp(x.mean() + half)))
+    assert L.verdict(iv) == "no difference shown"
+    assert L.verdict(L.paired_ratio(a[:2], b[:2])) == "undecided"          # 2 < MIN_SEEDS seeds
+    assert L.verdict(L.paired_ratio(b * 3, b)) == "higher"
 
 
 def test_a_step_at_the_end_of_the_grid_is_flagged():

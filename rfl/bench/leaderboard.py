@@ -108,7 +108,8 @@ def rows(frame: pd.DataFrame, spec: dict) -> pd.DataFrame:
                 continue
             runs = report[(report["problem"] == p) & (report["method"] == m["id"])]
             seeds = sorted(runs["seed"].unique())
-            recs = pd.DataFrame([seed_record(runs[runs["seed"] == s].sort_values("round")) for s in seeds])
+            recs = pd.DataFrame([seed_record(runs[runs["seed"] == s].sort_values("round")) for s in seeds],
+                                index=seeds)
             if recs.empty:
                 block.append({**row, "status": "no runs", "reason": "no run table of it was given"})
                 continue
@@ -127,19 +128,47 @@ def rows(frame: pd.DataFrame, spec: dict) -> pd.DataFrame:
             row.update(wall_time_s=float(np.median(recs["wall_time"])),
                        grad_evals_total=float(np.median(recs["grad_evals_total"])),
                        floats_total=float(np.median(recs["floats_total"])))
+            row["_per_seed"] = np.maximum(recs["final"], FLOOR * recs["initial"].clip(lower=0) + np.finfo(float).tiny)
             block.append(row)
         ranked = sorted([r for r in block if r["status"] == "ok"], key=lambda r: (r["final_median"], r["label"]))
         for i, r in enumerate(ranked, 1):
             r["rank"] = i
+            other = next((o for o in ranked if o is not r), None)
+            if other is not None:
+                iv = paired_ratio(r["_per_seed"], other["_per_seed"])
+                r.update(versus=other["method"], versus_ratio=iv.shown()[0], versus_low=iv.shown()[1],
+                         versus_high=iv.shown()[2], versus_verdict=verdict(iv))
+        for r in block:
+            r.pop("_per_seed", None)
         out += ranked + [r for r in block if r["status"] != "ok"]
     cols = ["problem", "rank", "method", "label", "origin", "status", "reason", "step", "step_from",
             "seeds", "final_median", "final_low", "final_high", "initial_median"]
     cols += [f"{u}_to_{level_text(lv)}" for lv in LEVELS for u in ("rounds", "grad_evals", "floats")]
-    cols += ["wall_time_s", "grad_evals_total", "floats_total"]
+    cols += ["wall_time_s", "grad_evals_total", "floats_total",
+             "versus", "versus_ratio", "versus_low", "versus_high", "versus_verdict"]
     df = pd.DataFrame(out, columns=cols)
     df["rank"] = df["rank"].astype("Int64")
     df["seeds"] = df["seeds"].astype("Int64")
     return df
+
+
+def paired_ratio(mine: pd.Series, other: pd.Series) -> stats.Interval:
+    """Final excess risk of one method over another's, paired by seed (both ran on the seed's
+    draws and x_1): the geometric mean of the per-seed ratios and its Student-t interval at
+    ``LEVEL`` (``rfl.claims.stats.interval`` of the log ratios; a seed where one diverged is
+    +-inf). Seeds run by one method only are left out."""
+    both = mine.index.intersection(other.index)
+    with np.errstate(invalid="ignore"):
+        sample = np.log(mine[both].astype(float)) - np.log(other[both].astype(float))
+    return stats.interval(pd.Series(sample, dtype=float), "t", level=LEVEL, log=True)
+
+
+def verdict(iv: stats.Interval) -> str:
+    """"lower" / "higher" when the ratio's interval lies below / above 1, "no difference
+    shown" when it straddles 1, "undecided" with fewer than ``rfl.claims.stats.MIN_SEEDS`` seeds."""
+    if iv.n < stats.MIN_SEEDS or np.isnan(iv.estimate):
+        return "undecided"
+    return "lower" if iv.high < 0 else "higher" if iv.low > 0 else "no difference shown"
 
 
 def measures(board: pd.DataFrame, spec: dict) -> dict[str, pd.DataFrame]:
@@ -176,6 +205,15 @@ def interval_text(r) -> str:
     return f"{num(r['final_median'])} [{show(lo)}, {show(hi)}]"
 
 
+def versus_text(r, labels: dict) -> str:
+    """``0.85 [0.7, 1.02] vs RFedSVRG: no difference shown`` ('' with no other method)."""
+    if not isinstance(r.get("versus"), str):
+        return ""
+    show = lambda v: "inf" if v == math.inf else "0" if v == 0 else f"{v:.3g}"
+    return (f"{show(r['versus_ratio'])} [{show(r['versus_low'])}, {show(r['versus_high'])}] vs "
+            f"{labels.get(r['versus'], r['versus'])}: {r['versus_verdict']}")
+
+
 def step_text(r) -> str:
     return f"{num(r['step'])} ({r['step_from']})"
 
@@ -184,7 +222,9 @@ def preamble(spec: dict) -> list[str]:
     """The rules of the comparison, in words (the Markdown's and the HTML's top)."""
     grid = ", ".join(f"{f:.3g}" for f in spec["grid_factors"])
     levels = ", ".join(level_text(lv) for lv in LEVELS)
-    return [
+    toy = (["Smoke size: toy instances that exercise the pipeline; nothing here ranks the methods."]
+           if spec["size"] == "smoke" else [])
+    return toy + [
         f"Size `{spec['size']}`; reported seeds {', '.join(map(str, spec['seeds']))} (the same seeds, "
         f"mini-batches, participants and starting point for every method on a problem); every agent "
         f"takes part; one budget of rounds T and local steps K per problem.",
@@ -201,12 +241,34 @@ def preamble(spec: dict) -> list[str]:
     ]
 
 
+def summary(board: pd.DataFrame, spec: dict) -> str:
+    """Methods x problems, each cell the method's rank on the problem and its median final
+    excess risk ('n/a': cannot run there), as a Markdown table (the README shows it)."""
+    head = ["method"] + spec["problems"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for m in spec["methods"]:
+        cells = []
+        for p in spec["problems"]:
+            r = board[(board["problem"] == p) & (board["method"] == m["id"])]
+            if r.empty or r.iloc[0]["status"] != "ok":
+                cells.append("n/a")
+            else:
+                cells.append(f"{r.iloc[0]['rank']}: {num(r.iloc[0]['final_median'])}")
+        name = m["label"] + (" *(yours)*" if m["origin"] == "yours" else "")
+        lines.append("| " + " | ".join([name] + cells) + " |")
+    return "\n".join(lines)
+
+
 def markdown(board: pd.DataFrame, spec: dict) -> str:
     lines = ["# Benchmark leaderboard", ""] + [f"- {t}" for t in preamble(spec)] + [
         "", "Performance profiles across problems: [profile.pdf](profile.pdf) "
-        "([png](profile.png)); sortable table: [leaderboard.html](leaderboard.html).", ""]
+        "([png](profile.png)); sortable table: [leaderboard.html](leaderboard.html).", "",
+        "Rank on each problem (by the median final excess risk) and that median; n/a: the "
+        "method cannot run there.", "", summary(board, spec), ""]
     head = (["#", "method", "final excess risk, median [95%]", "step"]
-            + [f"to {level_text(lv)}: rounds / grad evals / floats" for lv in LEVELS] + ["wall s"])
+            + [f"to {level_text(lv)}: rounds / grad evals / floats" for lv in LEVELS] + ["wall s"]
+            + ["final excess risk / the best other's, paired by seed [95%]"])
+    labels = {m["id"]: m["label"] for m in spec["methods"]}
     for p in spec["problems"]:
         b = spec["budgets"][p]
         lines += [f"## {p}", "", f"T = {b['rounds']} rounds, K = {b['K']}, B = {b['batch_size']}; "
@@ -220,7 +282,7 @@ def markdown(board: pd.DataFrame, spec: dict) -> str:
             budget = [" / ".join(num(r[f"{u}_to_{level_text(lv)}"], integer=True)
                                  for u in ("rounds", "grad_evals", "floats")) for lv in LEVELS]
             lines.append("| " + " | ".join([str(r["rank"]), name, interval_text(r), step_text(r)] + budget
-                                           + [num(r["wall_time_s"])]) + " |")
+                                           + [num(r["wall_time_s"]), versus_text(r, labels)]) + " |")
         lines.append("")
     return "\n".join(lines)
 
@@ -268,7 +330,10 @@ def html_page(board: pd.DataFrame, spec: dict) -> str:
         for u, name in (("rounds", "rounds"), ("grad_evals", "grad evals"), ("floats", "floats")):
             cols.append((f"{u}_to_{level_text(lv)}", f"{name} to {level_text(lv)}"))
     cols += [("wall_time_s", "wall s"), ("grad_evals_total", "grad evals (all)"),
-             ("floats_total", "floats (all)")]
+             ("floats_total", "floats (all)"), ("versus_ratio", "ratio to the best other (paired)"),
+             ("versus_low", "ratio low"), ("versus_high", "ratio high"), ("versus", "the other"),
+             ("versus_verdict", "verdict")]
+    labels = {m["id"]: m["label"] for m in spec["methods"]}
     parts = ["<!DOCTYPE html>", "<html lang=\"en\"><head><meta charset=\"utf-8\">",
              "<title>rfl benchmark leaderboard</title><style>",
              "body{font-family:sans-serif;max-width:110em;margin:1em auto;padding:0 1em}"
@@ -301,8 +366,10 @@ def html_page(board: pd.DataFrame, spec: dict) -> str:
                 v = r[c]
                 text = (str(v) if c == "rank" and v is not pd.NA else "" if c == "rank" else
                         r["label"] if c == "label" else step_text(r) if c == "step" else
+                        labels.get(v, "") if c == "versus" else
+                        (v if isinstance(v, str) else "") if c == "versus_verdict" else
                         num(v, integer=c.startswith(("rounds", "grad", "floats"))))
-                if c in ("final_low", "final_high") and v in (math.inf, -math.inf):
+                if c in ("final_low", "final_high", "versus_low", "versus_high") and v in (math.inf, -math.inf):
                     text = "inf" if v > 0 else "-inf"
                 cells.append(f"<td class=\"{'t' if c == 'label' else ''}\" data-sort=\"{e(_sort_value(v))}\">"
                              f"{e(text)}</td>")
