@@ -106,7 +106,8 @@ def run_plan(plan: BenchPlan, log=print) -> list[str]:
         log(f"rfl bench: {p}: {len(todo)} of {len(tune)} tuning runs to do")
         run_setting(todo)
         report = plan.report_specs(p)
-        log(f"rfl bench: {p}: {len(report)} reported runs (those not current)")
+        log(f"rfl bench: {p}: the reported runs ({len(report)}; those made from the same spec and "
+            f"step are kept)")
         bench_runs(report, [data] * len(report), [ref] * len(report),
                    [plan.run_path(s) for s in report], [plan.run_path(s, "meta.json") for s in report],
                    [plan.run_path(s) for s in tune], plan.steps_path(p), skip_current=True)
