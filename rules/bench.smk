@@ -62,7 +62,8 @@ for _p in BENCH.problems:
                 BENCH.path(f"logs/bench/tune_{_p}.log"),
             threads: 1
             resources:
-                **LIGHT,
+                mem_mb=LIGHT["mem_mb"],
+                runtime=BENCH.runtime_minutes(_p, len(_tune)),
             conda:
                 ENV
             shell:
@@ -83,7 +84,8 @@ for _p in BENCH.problems:
             BENCH.path(f"logs/bench/runs_{_p}.log"),
         threads: 1
         resources:
-            **LIGHT,
+            mem_mb=LIGHT["mem_mb"],
+            runtime=BENCH.runtime_minutes(_p, len(_report)),
         conda:
             ENV
         shell:

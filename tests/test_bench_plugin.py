@@ -46,7 +46,9 @@ def _check_board(out: Path) -> pd.DataFrame:
     assert set(board["method"]) == {MID, "rfedags", "rfedavg"}
     assert (board["status"] == "ok").all()          # both baselines run on the three problems
     md = (out / "leaderboard" / "leaderboard.md").read_text()
-    assert md.count(f"| {LABEL} *(yours)* |") == 3
+    rows = [line for line in md.splitlines() if f"| {LABEL} *(yours)* |" in line]
+    assert len(rows) == 4 and rows[0].startswith(f"| {LABEL} *(yours)* | ")   # the summary, then per problem
+    assert sorted(int(r.split(" | ")[0].strip("| ")) for r in rows[1:]) == sorted(mine["rank"])
     page = (out / "leaderboard" / "leaderboard.html").read_text()
     assert page.count(f'data-method="{MID}"') == 3
     svg = (out / "leaderboard" / "profile.svg").read_text()

@@ -29,6 +29,7 @@ Layout under OUT (``--out``, default ``bench/``):
 from __future__ import annotations
 
 import copy
+import math
 import re
 from dataclasses import dataclass, field
 
@@ -272,6 +273,15 @@ class BenchPlan:
             for s in self.seeds:
                 out.append(self._spec(problem, m, s, alpha, "report", f"{m.id}_seed{s}"))
         return out
+
+    def runtime_minutes(self, problem: str, runs: int) -> int:
+        """A cluster's time limit for ``runs`` runs of ``problem`` (as rfl.workflow's run jobs):
+        10 + the sample gradients (runs x T x K x B x S) at a conservative 100 us each."""
+        from rfl.registry import PROBLEMS
+        inst = suite.instance(problem, self.size)
+        agents = len(PROBLEMS[inst["problem"]].local_sizes_from(inst["params"]))
+        samples = runs * inst["rounds"] * inst["K"] * inst["batch_size"] * agents
+        return 10 + math.ceil(samples * 100e-6 / 60)
 
     # ---- paths ----------------------------------------------------------------------------
     def path(self, relative: str) -> str:
