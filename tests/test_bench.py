@@ -225,15 +225,18 @@ def test_a_given_step_is_not_tuned():
     (["rfedags", "--problems", "cpesph", "nosuch"], "problem 'nosuch' is not in the benchmark suite; allowed: cpesph, "),
     (["rfedags", "--size", "huge"], "size 'huge' is unknown; allowed: smoke, default, paper"),
     (["rfedags", "--baselines", "rfedags", "nosuch"], "method 'nosuch' is not an installed strategy"),
+    (["rfedags", "--out", "../o/"], "--out '../o/' leaves the working directory"),
 ])
 def test_bad_input_is_one_line_naming_it_and_exit_2(tmp_path, args, says):
+    (tmp_path / "w").mkdir()
     env = dict(os.environ, PYTHONPATH=str(REPO), MPLBACKEND="Agg")
-    r = subprocess.run([sys.executable, "-m", "rfl.cli", "bench", *args, "--out", "o/"], cwd=tmp_path,
+    args = args if "--out" in args else [*args, "--out", "o/"]
+    r = subprocess.run([sys.executable, "-m", "rfl.cli", "bench", *args], cwd=tmp_path / "w",
                        env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 2, r.stderr
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("rfl: error: ") and says in lines[0], r.stderr
-    assert not (tmp_path / "o").exists()
+    assert not (tmp_path / "w" / "o").exists() and not (tmp_path / "o").exists()
 
 
 def test_parse_method_reads_yaml_scalars():

@@ -166,13 +166,17 @@ class BenchPlan:
     (default ``suite.BASELINES``); ``size``: one of ``suite.SIZES``; ``out``: the output folder."""
 
     def __init__(self, methods, problems=None, size: str = "default", out: str = "bench/",
-                 baselines=None):
+                 baselines=None, out_key: str = "--out"):
         if size not in suite.SIZES:
             raise BenchError(f"size {size!r} is unknown; allowed: {', '.join(suite.SIZES)}")
         self.size = size
         self.out = out.rstrip("/") + "/" if out else ""
         if not re.fullmatch(r"/?([A-Za-z0-9_.-]+/)*", self.out):
-            raise BenchError(f"--out {out!r}: allowed: a folder path of letters, digits, '_', '.', '-'")
+            raise BenchError(f"{out_key} {out!r}: allowed: a folder path of letters, digits, '_', '.', '-'")
+        from rfl.config import _path_error            # the workflow's rule for output_dir
+        why = _path_error(out_key, self.out)
+        if why:
+            raise BenchError(why.replace("config key --out:", "--out"))
         problems = _split(problems) or list(suite.INSTANCES)
         for p in problems:
             if p not in suite.INSTANCES:
@@ -210,7 +214,7 @@ class BenchPlan:
             raise BenchError(f"config key bench.{extra[0]}: unknown; allowed: methods, problems, "
                              f"baselines, size")
         return cls(b.get("methods") or [], b.get("problems"), b.get("size", "default"),
-                   config.get("output_dir", "bench/"), b.get("baselines"))
+                   config.get("output_dir", "bench/"), b.get("baselines"), out_key="output_dir")
 
     def config(self) -> dict:
         """The workflow config equivalent to this plan (``snakemake --configfile`` of it
