@@ -72,7 +72,7 @@ INSTANCES = {
     "pca_stiefel": _instance(
         "pca_stiefel", {}, {"retraction": "qr", "transport": "projection"},
         smoke=({"d": 5, "r": 2, "S": 4, "N": 10, "block": 10, "n_blocks": 4}, 10, 3, 5, 0.012),
-        default=({"d": 20, "r": 3, "S": 20, "N": 40, "block": 40, "n_blocks": 20}, 200, 5, 20, 0.04),
+        default=({"d": 20, "r": 3, "S": 20, "N": 40, "block": 40, "n_blocks": 20}, 200, 5, 20, 0.12),
         paper=({"d": 100, "r": 5, "S": 40, "N": 100, "block": 100, "n_blocks": 40}, 1000, 5, 50, 0.012)),
     "lrmc": _instance(
         "lrmc", {"noise": 1.0e-6}, {"retraction": "cayley", "transport": "cayley"},
