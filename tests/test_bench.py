@@ -253,6 +253,7 @@ def test_rfedags_and_rfedavg_coincide_for_k1_with_exp_and_parallel_transport(tmp
     RFedAGS is RFedAvg. On CFMSPD (SPD, Exp, parallel transport) the benchmark's runs of the two
     at K = 1 give the same iterates only if both see the same mini-batches and x_1 per seed."""
     from rfl.bench.execute import run_plan
+    (tmp_path / "b").mkdir()                     # an absolute output folder must exist
     plan = BenchPlan(["rfedags:K=1", "rfedavg:K=1"], ["cfmspd"], "smoke", str(tmp_path / "b"), [])
     run_plan(plan, log=lambda line: None)
     for s in plan.seeds + [plan.tuning_seed]:

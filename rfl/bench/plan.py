@@ -173,10 +173,6 @@ class BenchPlan:
         self.out = out.rstrip("/") + "/" if out else ""
         if not re.fullmatch(r"/?([A-Za-z0-9_.-]+/)*", self.out):
             raise BenchError(f"{out_key} {out!r}: allowed: a folder path of letters, digits, '_', '.', '-'")
-        from rfl.config import _path_error            # the workflow's rule for output_dir
-        why = _path_error(out_key, self.out)
-        if why:
-            raise BenchError(why.replace("config key --out:", "--out"))
         problems = _split(problems) or list(suite.INSTANCES)
         for p in problems:
             if p not in suite.INSTANCES:
@@ -193,6 +189,10 @@ class BenchPlan:
         self.methods = mine + [b for b in base if b.id not in ids]
         if not self.methods:
             raise BenchError("no method to run; allowed: METHOD[:key=value,...] (rfl list strategies)")
+        from rfl.config import _path_error            # the workflow's rule for output_dir
+        why = _path_error(out_key, self.out)
+        if why:
+            raise BenchError(why.replace("config key --out:", "--out"))
         self.seeds = list(suite.SEEDS[size])
         self.tuning_seed = suite.TUNING_SEED
         self.grid_factors = suite.GRID[size]
