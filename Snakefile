@@ -13,6 +13,8 @@
 #   rules/data.smk        school_raw, anchors_raw, data (with its reference optimum)
 #   rules/runs.smk        run_<experiment>: the runs of one experiment per job
 #   rules/reporting.smk   figure, table1, table2, heterogeneity, lsa, reproduction, performance
+#   rules/bench.smk       a config with `bench:` (rfl bench): data, step grid, reported seeds,
+#                         leaderboard
 # Every job logs its stdout and stderr (the last line: its CPU seconds) to OUT/logs/<job>.log and
 # leaves a Snakemake benchmark record in OUT/results/benchmarks/<job>.tsv; the performance rule
 # sums them into paper_tables/performance.{csv,md}.
@@ -29,17 +31,30 @@ if not workflow.overwrite_configfiles:
     configfile: "config/config.yaml"
 
 
-include: "rules/common.smk"
-include: "rules/data.smk"
-include: "rules/runs.smk"
-include: "rules/reporting.smk"
+# A config with a `bench` section is a benchmark (rfl bench; rules/bench.smk), not the paper.
+if "bench" in config:
 
+    include: "rules/bench.smk"
 
-localrules:
-    all,
+    localrules:
+        bench_all,
 
+    rule bench_all:
+        default_target: True
+        input:
+            BENCH.leaderboard_files(),
 
-rule all:
-    default_target: True
-    input:
-        PLAN.targets(),
+else:
+
+    include: "rules/common.smk"
+    include: "rules/data.smk"
+    include: "rules/runs.smk"
+    include: "rules/reporting.smk"
+
+    localrules:
+        all,
+
+    rule all:
+        default_target: True
+        input:
+            PLAN.targets(),

@@ -29,6 +29,13 @@
     rfl perf-table PERF.csv [--readme README.md]
                                                 the README's performance table, printed or
                                                 written between its markers
+    rfl bench [METHOD[:key=value,...] ...] [--problems P...] [--size smoke|default|paper]
+              [--baselines B...] [--out DIR]    your methods beside the baselines on the suite's
+                                                problems, and the leaderboard (rfl/bench/)
+    rfl bench-runs --steps STEPS.json --tuning T... --specs S... --data D... --references R...
+              --tables T... --metas M...        a benchmark problem's reported runs at the steps
+                                                its tuning runs chose
+    rfl leaderboard SPEC OUT.csv RUN.csv...     the leaderboard (csv, md, html) and profiles
 
 ``rfl --help`` lists the commands a user runs; the steps only the rules call (``INTERNAL``)
 are left out of it and keep their own ``--help``.
@@ -109,6 +116,8 @@ _SPEC_KEYS = {
     "lsa": {"experiments": list, "settings": list, "tail": (int, float)},
     "reproduction": {"config": dict, "paper": dict, "runs": dict, "tables": dict},
     "performance": {"benchmarks": str, "logs": str, "runs": str},
+    "leaderboard": {"size": str, "problems": list, "methods": list, "unavailable": list,
+                    "seeds": list, "grids": dict, "budgets": dict},
 }
 _TYPE_NAMES = {str: "a string", int: "an integer", float: "a number", dict: "a mapping",
                list: "a list"}
@@ -168,7 +177,7 @@ def read_spec(path, command: str) -> dict:
 #: the subcommands only the workflow's rules (rules/*.smk) call: callable, but not listed by
 #: ``rfl --help`` (each still has its own ``rfl <command> --help``)
 INTERNAL = ("data", "runs", "fetch-school", "fetch-source", "table1", "table2", "heterogeneity", "sweep",
-            "lsa", "reproduction", "performance")
+            "lsa", "reproduction", "performance", "bench-runs", "leaderboard")
 
 
 class _Version(argparse.Action):
@@ -296,6 +305,29 @@ def build_parser() -> argparse.ArgumentParser:
                         "(benchmarks/performance.csv, benchmarks/asv-result.json)")
     p.add_argument("--check", action="store_true",
                    help="with --readme: exit 1 if the README's table differs, writing nothing")
+    p = command("bench", "run methods beside the built-in baselines on the suite's problems "
+                "and write the leaderboard (rfl/bench/)")
+    p.add_argument("methods", nargs="*", metavar="METHOD[:key=value,...]",
+                   help="installed strategies (rfl list strategies) with options, K or alpha "
+                        "(a fixed step: no tuning); none: the baselines alone")
+    p.add_argument("--problems", nargs="+", default=None, metavar="PROBLEM",
+                   help="problems of the suite (default: all of them)")
+    p.add_argument("--size", default="default", help="smoke, default or paper")
+    p.add_argument("--baselines", nargs="*", default=None, metavar="METHOD",
+                   help="the baselines (default: rfedags rfedavg rfedprox rfedsvrg rfedproj zorfedproj)")
+    p.add_argument("--out", default="bench/", help="output folder (default: bench/)")
+    p = command("bench-runs", "a benchmark problem's reported runs at the chosen steps")
+    p.add_argument("--steps", required=True, help="the chosen steps written here (.json)")
+    p.add_argument("--tuning", nargs="*", type=_run_table, default=[], help="the problem's grid runs")
+    p.add_argument("--specs", nargs="+", type=_existing, required=True)
+    p.add_argument("--data", nargs="+", type=_npz, required=True)
+    p.add_argument("--references", nargs="+", type=_npz, required=True)
+    p.add_argument("--tables", nargs="+", required=True)
+    p.add_argument("--metas", nargs="+", required=True)
+    p = command("leaderboard", "write the benchmark's leaderboard and performance profiles")
+    p.add_argument("spec", type=_existing, help=spec_help)
+    p.add_argument("out_csv", help="the leaderboard written (.csv; .md, .html and profile.* beside)")
+    p.add_argument("runs", nargs="*", type=_run_table, help="run tables (.csv, .meta.json beside)")
     sub.metavar = "{" + ",".join(n for n in sub.choices if n not in INTERNAL) + "}"
     return parser
 
@@ -374,6 +406,7 @@ _OUTPUTS = {
     "sweep": (("out_pdf", "out_csv"), (".png", ".md")),
     "lsa": (("out_csv", "figures"), (".png", ".md")), "reproduction": (("out_md",), (".html",)),
     "performance": (("out_csv",), (".md",)),
+    "bench-runs": (("tables", "metas"), ()), "leaderboard": (("out_csv",), (".md", ".html")),
 }
 
 
@@ -466,8 +499,9 @@ def _input_errors() -> tuple:
     installed plug-in that fails to load)."""
     from rfl.config import ConfigError
     from rfl.io import RunTableError, YAMLError
+    from rfl.bench.plan import BenchError
     from rfl.registry import RegistryError
-    return ConfigError, RunTableError, YAMLError, RegistryError
+    return ConfigError, RunTableError, YAMLError, RegistryError, BenchError
 
 
 def _data_errors() -> tuple:
@@ -494,18 +528,18 @@ def _main(argv: list[str]) -> int:
         elif args.config is None or args.experiment is None or any(v is not None for v in one):
             parser.error("flower: --config and --experiment go together, without positional "
                          "arguments")
-    if args.command == "runs":
+    if args.command in ("runs", "bench-runs"):
         lengths = {k: len(getattr(args, k)) for k in ("specs", "data", "references", "tables", "metas")}
         if len(set(lengths.values())) != 1:
-            parser.error("runs: --specs, --data, --references, --tables and --metas must have "
+            parser.error(f"{args.command}: --specs, --data, --references, --tables and --metas must have "
                          f"the same length, got {lengths}")
     # The error classes are looked up only when an exception is being matched (Python
     # evaluates an except clause's tuple then): importing rfl.config (jsonschema, yaml) and
     # rfl.data.school up front would cost every job that needs neither.
     try:
-        if args.command == "runs":            # every spec checked before any run starts
+        if args.command in ("runs", "bench-runs"):   # every spec checked before any run starts
             specs = [read_spec(path, "run") for path in args.specs]
-        spec = None if args.command in ("validate", "list", "runs", "perf-table") or (
+        spec = None if args.command in ("validate", "list", "runs", "perf-table", "bench", "bench-runs") or (
             args.command == "flower" and args.config) else read_spec(
             args.spec, "run" if args.command == "flower" else args.command)
         if args.command in ("table2", "heterogeneity", "lsa", "sweep") and not args.runs:
@@ -651,6 +685,29 @@ def _main(argv: list[str]) -> int:
                 write_performance(spec, args.out_csv, args.benchmarks or None)
             except (PerfInputError, ValueError) as exc:
                 raise SpecError(str(exc)) from None
+        elif args.command == "bench":
+            from rfl.bench.execute import run_plan
+            from rfl.bench.plan import BenchPlan
+            plan = BenchPlan(args.methods, args.problems, args.size, args.out, args.baselines)
+            _work_starts()
+            import yaml
+
+            from rfl.io import atomic_path
+            with atomic_path(plan.path("bench.yaml")) as tmp:
+                tmp.write_text("# the Snakemake config of this benchmark: snakemake --cores 2 "
+                               f"{plan.path('leaderboard/leaderboard.html')} --configfile "
+                               f"{plan.path('bench.yaml')}\n" + yaml.safe_dump(plan.config(), sort_keys=False))
+            files = run_plan(plan, log=lambda line: print(line, file=sys.stderr))
+            for f in files:
+                print(f)
+        elif args.command == "bench-runs":
+            from rfl.bench.execute import bench_runs
+            _work_starts()
+            bench_runs(specs, args.data, args.references, args.tables, args.metas, args.tuning, args.steps)
+        elif args.command == "leaderboard":
+            from rfl.bench.leaderboard import write_leaderboard
+            _work_starts()
+            write_leaderboard(spec, args.out_csv, args.runs)
         elif args.command == "perf-table":
             from rfl.reporting import performance
             try:

@@ -752,14 +752,17 @@ COMMANDS = {      # positional arguments of each subcommand, with valid-looking 
     "flower": ["{d}/empty.json", "{d}/data.npz", "{d}/ref.npz", "{d}/o.csv", "{d}/o.meta.json"],
     "performance": ["{d}/empty.json", "{d}/p.csv", "{d}/good.csv"],
     "perf-table": ["{d}/good.csv"],
+    "leaderboard": ["{d}/empty.json", "{d}/lb.csv", "{d}/good.csv"],
 }
-VARIADIC = {"data", "figure", "table2", "heterogeneity", "lsa", "performance", "sweep"}
+VARIADIC = {"data", "figure", "table2", "heterogeneity", "lsa", "performance", "sweep", "leaderboard"}
 
 
 def _cases(d: Path):
     sub = lambda args: [a.format(d=d, SMOKE=SMOKE) for a in args]  # noqa: E731
     choices = cli.build_parser()._subparsers._group_actions[0].choices
-    covered = set(COMMANDS) | {"runs", "list"}   # `runs` takes options, `list` no file: cases below
+    # `runs` and `bench-runs` take options, `list` no file, `bench` runs the benchmark without
+    # arguments: cases below
+    covered = set(COMMANDS) | {"runs", "list", "bench", "bench-runs"}
     assert set(choices) <= covered, f"subcommands without bad-argument cases: {set(choices) - covered}"
     commands = {c: a for c, a in COMMANDS.items() if c in choices}
     cases = []
@@ -819,7 +822,23 @@ def _cases(d: Path):
         ("runs", "unknown option", runs("empty.json", "data.npz", 1, "--frobnicate")),
     ] + [("runs", f"spec {spec}", runs(spec)) for spec in
          ("empty.json", "notjson.json", "list.json", "binary.json", "run_no_K.json", "run_bad_alg.json")]
-    for cmd in ("figure", "table1", "table2", "reproduction", "heterogeneity", "lsa", "performance", "perf-table"):
+    out = str(d / "o.bench")
+    cases += [
+        ("bench", "unknown method", ["bench", "nosuch", "--out", out]),
+        ("bench", "bad option", ["bench", "rfedprox:mu=-1", "--out", out]),
+        ("bench", "unknown problem", ["bench", "--problems", "nosuch", "--out", out]),
+        ("bench", "unknown size", ["bench", "--size", "huge", "--out", out]),
+        ("bench", "unknown baseline", ["bench", "--baselines", "sgd", "--out", out]),
+        ("bench", "unknown option", ["bench", "--frobnicate", "--out", out]),
+        ("bench-runs", "no arguments", ["bench-runs"]),
+        ("bench-runs", "lists of different lengths", ["bench-runs", "--steps", str(d / "o.json")] + runs("empty.json", "data.npz", 2)[1:]),
+        ("bench-runs", "unknown option", ["bench-runs", "--frobnicate", "--steps", str(d / "o.json")] + runs()[1:]),
+        ("bench-runs", "tuning table without metadata", ["bench-runs", "--steps", str(d / "o.json"), "--tuning",
+                                                          str(d / "run.csv")] + runs()[1:]),
+    ] + [("bench-runs", f"spec {spec}", ["bench-runs", "--steps", str(d / "o.json")] + runs(spec)[1:])
+         for spec in ("empty.json", "notjson.json", "run_bad_alg.json")]
+    for cmd in ("figure", "table1", "table2", "reproduction", "heterogeneity", "lsa", "performance", "perf-table",
+                "leaderboard"):
         if cmd in commands:
             cases.append((cmd, "spec {}", [cmd] + sub(COMMANDS[cmd])))
     return cases
