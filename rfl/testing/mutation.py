@@ -129,7 +129,9 @@ def prepare(package: str, workdir: Path) -> None:
              f'only_mutate = ["rfl/{package}/*"]\n'
              'also_copy = ["tests/", "config/", "docs/", "rules/", "Snakefile", "benchmarks/", "README.md"]\n'
              f"pytest_add_cli_args_test_selection = {_toml_list(selection(package))}\n"
-             'pytest_add_cli_args = ["-p", "no:cacheprovider", "-q", "-x"]\n')
+             # -n 0: mutmut reads which tests reach which mutant from pytest's hooks in its own
+             # process, which the xdist workers of the project's addopts would hide
+             'pytest_add_cli_args = ["-p", "no:cacheprovider", "-q", "-x", "-n", "0"]\n')
     pyproject.write_text(text)
 
 
