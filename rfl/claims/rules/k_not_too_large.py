@@ -26,6 +26,7 @@ def largest_and_best_smaller(runs: dict, levels: dict):
 
 class KNotTooLarge(Rule):
     name = "k_not_too_large"
+    across_seeds = True
     summary = "the level after the run at the largest K is above the best smaller K's, paired over seeds"
     params_schema = {"type": "object", "additionalProperties": False, "properties": {
         "algorithm": ALGORITHM, "metric": METRIC, "floor": FLOOR, "participation": PARTICIPATION}}

@@ -23,6 +23,7 @@ def best_above_one(runs: dict, levels: dict):
 
 class OptimalKAboveOne(Rule):
     name = "optimal_k_above_one"
+    across_seeds = True
     summary = "the level after the run at the best K > 1 is below K = 1's, paired over seeds"
     params_schema = {"type": "object", "additionalProperties": False, "properties": {
         "algorithm": ALGORITHM, "metric": METRIC, "floor": FLOOR, "participation": PARTICIPATION}}

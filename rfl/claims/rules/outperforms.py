@@ -17,6 +17,7 @@ from ._shared import FLOOR, PARTICIPATION, at_common_k, floored_level, judgement
 
 class Outperforms(Rule):
     name = "outperforms"
+    across_seeds = True
     summary = "per K and other method, the first method's level over the other's is below a ratio, paired over seeds"
     params_schema = {"type": "object", "additionalProperties": False, "properties": {
         "first": {"type": "string", "default": "rfedsvrg"},

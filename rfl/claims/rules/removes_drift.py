@@ -30,6 +30,7 @@ def start_of(metric: str):
 
 class RemovesDrift(Rule):
     name = "removes_drift"
+    across_seeds = True
     summary = "per K, the first method's level falls below a relative accuracy while the second levels off a factor above it"
     params_schema = {"type": "object", "additionalProperties": False, "properties": {
         "first": {"type": "string", "default": "rfedsvrg"},

@@ -69,6 +69,7 @@ def log_time_ratio(factor: float):
 
 class SoonerInTime(Rule):
     name = "sooner_in_time"
+    across_seeds = True
     summary = ("one scheme reaches a level (a factor above both plateaus) in less simulated time "
                "than another, paired over seeds")
     params_schema = {"type": "object", "additionalProperties": False, "properties": {
