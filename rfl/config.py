@@ -433,7 +433,7 @@ def _objective_and_time_errors(exp: dict, where: list, cls, n_agents: int) -> li
 
 
 #: the keys of an experiment's ``paper_size`` besides its dataset's parameters (rfl/size.py)
-PAPER_SIZE_KEYS = ("source", "rounds", "seeds", "batch_size", "K", "alpha")
+PAPER_SIZE_KEYS = ("source", "rounds", "seeds", "batch_size", "K", "alpha", "budget")
 
 
 def _paper_size_errors(exp: dict, where: list, cls, ds: dict) -> list[str]:

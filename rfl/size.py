@@ -6,6 +6,11 @@ A declaration names its ``source`` and any of: the dataset's parameters (S, N, d
 (the fixed step, or alpha0 of a decaying rule). ``size_differences`` lists the declared keys
 whose value differs; ``describe_size`` words them for the reproduction report, e.g.
 "S = 6 of 60, rounds 300 of 2500, seeds 1 of 4 (PCAStief_Syn_numagentincreas.m)".
+
+``budget`` is no size: the reasons why the experiment keeps a size below what its claims need
+to decide (``budget: {seeds: <why>}``: fewer seeds than ``rfl.claims.stats.MIN_SEEDS``, the
+fewest that decide a comparison or a rate); ``budget_note`` words it, and ``describe_size``
+adds it while the experiment runs that few seeds.
 """
 
 from __future__ import annotations
@@ -14,6 +19,8 @@ import math
 
 #: the keys that are not dataset parameters, in the order they are reported
 RUN_KEYS = ("rounds", "seeds", "batch_size", "K", "alpha")
+#: the keys of ``paper_size`` that are no size
+NOT_SIZES = ("source", "budget")
 AT_PAPER_SIZE = "at the paper's size"
 UNDECLARED = "no paper size declared"
 
@@ -58,7 +65,7 @@ def size_differences(config: dict, experiment: str) -> list[tuple[str, object, o
     from what it runs: the dataset's parameters first (in the declaration's order), then
     RUN_KEYS. Empty without a declaration, or at the paper's size."""
     declared = config["experiments"][experiment].get("paper_size") or {}
-    keys = [k for k in declared if k != "source" and k not in RUN_KEYS]
+    keys = [k for k in declared if k not in NOT_SIZES and k not in RUN_KEYS]
     keys += [k for k in RUN_KEYS if k in declared]
     out = []
     for key in keys:
@@ -66,6 +73,21 @@ def size_differences(config: dict, experiment: str) -> list[tuple[str, object, o
         if not _same(actual, paper):
             out.append((key, actual, paper))
     return out
+
+
+def budget_note(config: dict, experiment: str) -> str | None:
+    """Why ``experiment`` runs fewer seeds than a comparison or a rate needs, while it does:
+    "1 seed by the budget (3 decide a comparison): <reason>" from ``paper_size.budget.seeds``;
+    None with enough seeds or without a reason."""
+    from rfl.claims.stats import MIN_SEEDS
+
+    reason = ((config["experiments"][experiment].get("paper_size") or {}).get("budget") or {}).get("seeds")
+    if reason is None:
+        return None
+    n = actual_size(config, experiment, "seeds")
+    if n >= MIN_SEEDS:
+        return None
+    return f"{n} seed{'s' if n != 1 else ''} by the budget ({MIN_SEEDS} decide a comparison): {reason}"
 
 
 def _value(v) -> str:
@@ -91,20 +113,21 @@ def describe_size(config: dict, experiments) -> str:
     a value that varies listed across them in order ("S = 6, 10 of 60, 80"); when they differ in
     other keys or sources, each group is named: "<exp>, <exp>: <differences>; <exp>: no paper
     size declared"."""
-    rows = []                                   # (experiment, source, differences as text)
+    rows = []                                   # (experiment, source, differences as text, budget)
     for e in experiments:
         declared = config["experiments"][e].get("paper_size")
         source = None if declared is None else declared["source"]
         diffs = size_differences(config, e) if declared is not None else []
-        rows.append((e, source, tuple((k, _value(a), _value(p)) for k, a, p in diffs)))
-    shapes: dict[tuple, list] = {}              # (source, keys that differ) -> its rows
+        rows.append((e, source, tuple((k, _value(a), _value(p)) for k, a, p in diffs), budget_note(config, e)))
+    shapes: dict[tuple, list] = {}              # (source, keys that differ, budget) -> its rows
     for row in rows:                            # (every experiment at the paper's size: one group)
-        key = (AT_PAPER_SIZE, ()) if row[1] is not None and not row[2] else (row[1], tuple(k for k, _, _ in row[2]))
+        key = (AT_PAPER_SIZE, (), row[3]) if row[1] is not None and not row[2] else \
+            (row[1], tuple(k for k, _, _ in row[2]), row[3])
         shapes.setdefault(key, []).append(row)
     phrases = [([r[0] for r in group],
-                f"{AT_PAPER_SIZE} ({'; '.join(dict.fromkeys(r[1] for r in group))})" if source == AT_PAPER_SIZE
-                else _merged(source, keys, [r[2] for r in group]))
-               for (source, keys), group in shapes.items()]
+                (f"{AT_PAPER_SIZE} ({'; '.join(dict.fromkeys(r[1] for r in group))})" if source == AT_PAPER_SIZE
+                 else _merged(source, keys, [r[2] for r in group])) + (f"; {note}" if note else ""))
+               for (source, keys, note), group in shapes.items()]
     if len(phrases) == 1:
         return phrases[0][1]
     return "; ".join(f"{', '.join(names)}: {phrase}" for names, phrase in phrases)

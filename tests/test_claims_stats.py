@@ -147,3 +147,14 @@ def test_a_strict_claim_is_refuted_by_an_interval_on_its_bound():
 def test_no_value_is_open_and_says_so():
     t = S.judged([np.nan, np.nan, np.nan], S.Claim("r", high=1.0), "K = 1")
     assert t.outcome == OPEN and t.why == "K = 1: no seed has a value of the statistic"
+
+
+def test_tail_level_of_a_run_that_diverged_is_infinite():
+    """A run stops at the round it diverged on (one infinite value among its last rounds): its
+    level is +inf, not the median of the finite rounds before; the same curve with status ok
+    has the median of its last 3 values."""
+    c = 0.5 ** np.arange(10)
+    t = _table(c, seed=0)
+    assert S.tail_level(t) == pytest.approx(np.median(c[-3:]), rel=1e-15)
+    t.loc[t.index[-1], "status"] = "diverged"
+    assert S.tail_level(t) == math.inf

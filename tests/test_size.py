@@ -94,7 +94,7 @@ def test_a_key_neither_a_size_nor_a_dataset_parameter_is_refused(key):
         rflconfig.validate(cfg)
     msg = str(ei.value)
     assert f"experiments.agents_s6.paper_size.{key}" in msg
-    assert "allowed: source, rounds, seeds, batch_size, K, alpha, d, r, S, N, block" in msg
+    assert "allowed: source, rounds, seeds, batch_size, K, alpha, budget, d, r, S, N, block" in msg
 
 
 def test_experiments_all_at_the_papers_size_are_one_phrase_naming_each_source_once():

@@ -160,6 +160,12 @@ class Rule:
     experiments_schema: ClassVar[dict] = EXPERIMENT_LIST
     #: False for a measurement: it shows evidence and judges no claim (verdict None)
     judges: ClassVar[bool] = True
+    #: True for a comparative or rate rule that decides from an interval across seeds
+    #: (``rfl.claims.stats.decide``): fewer than ``stats.MIN_SEEDS`` seeds (a claim's
+    #: ``min_seeds`` where the rule has that parameter; replicas count as seeds) leave it
+    #: undecided, so every experiment it reads runs that many or declares why not
+    #: (``paper_size.budget.seeds``; tests/test_seed_budget.py)
+    across_seeds: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

@@ -104,7 +104,10 @@ def curve_of(table: pd.DataFrame, metric: str = "excess_risk") -> pd.Series:
 
 def tail_level(table: pd.DataFrame, metric: str = "excess_risk", share: float = 0.1) -> float:
     """A run's level reached: the median of ``metric`` over its last ``share`` of rounds (at
-    least 3), as ``rfl.claims.curves.plateau`` of one seed; +inf for a diverged run."""
+    least 3), as ``rfl.claims.curves.plateau`` of one seed; +inf for a diverged run (its table
+    stops at the diverged round, so its last rounds alone would not say so)."""
+    if (table["status"] == "diverged").any():
+        return math.inf
     c = curve_of(table, metric).dropna()
     if not len(c):
         return np.nan

@@ -322,11 +322,11 @@ def rfedags_loop(problem, x1, step_size, K, rounds, sampler, ops=None, local_met
     return xs
 
 
-@reference_loop("rfedavg")
-def rfedavg_loop(problem, x1, step_size, K, rounds, sampler, ops=None):
-    """Li & Ma Algorithm 2: local steps, then x_{t+1} = Exp_{x_t}(sum_j p_j Log_{x_t}(x^j_K))
-    (Exp / Log: the manifold's tangent-mean pair)."""
-    ops = ops or single_point_ops(problem.manifold)
+def _tangent_mean_loop(problem, x1, step_size, K, rounds, sampler, ops, shift=None):
+    """Local steps x^j <- R_{x^j}(-alpha (grad f_{j,B}(x^j) + shift(x^j, x_t))), then
+    x_{t+1} = Exp_{x_t}(sum_j p_j Log_{x_t}(x^j_K)) (Exp / Log: the manifold's tangent-mean
+    pair); ``shift``: a tangent vector at x^j added to the local gradient (None: plain local
+    steps); one agent and one point at a time."""
     xs = [x1]
     x_t = x1
     for t in range(rounds):
@@ -336,34 +336,31 @@ def rfedavg_loop(problem, x1, step_size, K, rounds, sampler, ops=None):
         for k in range(K):
             batches = own_batches(sampler, agents, t, k)
             for row, j in enumerate(agents):
-                x[j] = ops.retraction(x[j], -alpha * _agent_grad(problem, ops, x[j], j, batches[row]))
-        w = sampler.weights(problem.local_sizes, agents)
-        x_t = ops.tangent_exp(x_t, sum(w[row] * ops.tangent_log(x_t, x[j]) for row, j in enumerate(agents)))
-        xs.append(x_t)
-    return xs
-
-
-@reference_loop("rfedprox")
-def rfedprox_loop(problem, x1, step_size, K, rounds, sampler, ops=None, mu=0.1):
-    """Riemannian FedProx: each agent's local step follows grad f_j(y) - mu Log_y(x_t), the
-    Riemannian gradient of f_j(y) + (mu/2) d(y, x_t)^2 (Log: the tangent-mean lift), then
-    RFedAvg's tangent mean; one agent and one point at a time."""
-    ops = ops or single_point_ops(problem.manifold)
-    xs = [x1]
-    x_t = x1
-    for t in range(rounds):
-        agents = sampler.participants()
-        alpha = step_size(t)
-        x = {j: x_t.copy() for j in agents}
-        for k in range(K):
-            batches = own_batches(sampler, agents, t, k)
-            for row, j in enumerate(agents):
-                v = _agent_grad(problem, ops, x[j], j, batches[row]) - mu * ops.tangent_log(x[j], x_t)
+                v = _agent_grad(problem, ops, x[j], j, batches[row])
+                if shift is not None:
+                    v = v + shift(x[j], x_t)
                 x[j] = ops.retraction(x[j], -alpha * v)
         w = sampler.weights(problem.local_sizes, agents)
         x_t = ops.tangent_exp(x_t, sum(w[row] * ops.tangent_log(x_t, x[j]) for row, j in enumerate(agents)))
         xs.append(x_t)
     return xs
+
+
+@reference_loop("rfedavg")
+def rfedavg_loop(problem, x1, step_size, K, rounds, sampler, ops=None):
+    """Li & Ma Algorithm 2: local steps, then x_{t+1} = Exp_{x_t}(sum_j p_j Log_{x_t}(x^j_K))
+    (Exp / Log: the manifold's tangent-mean pair)."""
+    ops = ops or single_point_ops(problem.manifold)
+    return _tangent_mean_loop(problem, x1, step_size, K, rounds, sampler, ops)
+
+
+@reference_loop("rfedprox")
+def rfedprox_loop(problem, x1, step_size, K, rounds, sampler, ops=None, mu=0.1):
+    """Riemannian FedProx: RFedAvg's loop whose local steps follow grad f_j(y) - mu Log_y(x_t),
+    the Riemannian gradient of f_j(y) + (mu/2) d(y, x_t)^2 (Log: the tangent-mean lift)."""
+    ops = ops or single_point_ops(problem.manifold)
+    return _tangent_mean_loop(problem, x1, step_size, K, rounds, sampler, ops,
+                              shift=lambda y, x_t: -mu * ops.tangent_log(y, x_t))
 
 
 @reference_loop("rfedsvrg")

@@ -66,6 +66,7 @@ def more_to_decide(iv: S.Interval, want: float, tol: float, near) -> str:
 
 class BiasOrder(Rule):
     name = "bias_order"
+    across_seeds = True
     summary = "the slope of log ||bias|| against log eta, per method, is the expected order"
     params_schema = {"type": "object", "additionalProperties": False, "properties": {
         "orders": {"type": "object", "minProperties": 1,

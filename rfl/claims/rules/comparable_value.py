@@ -25,6 +25,7 @@ def final(metric: str):
 
 class ComparableValue(Rule):
     name = "comparable_value"
+    across_seeds = True
     summary = "the method's final value at its best K is within a relative tolerance above each reference's, paired over seeds"
     params_schema = {"type": "object", "additionalProperties": False, "properties": {
         "method": {"type": "string", "default": "rfedags"},

@@ -37,6 +37,7 @@ def difference(a, b) -> float:
 
 class ContractionInK(Rule):
     name = "contraction_in_k"
+    across_seeds = True
     summary = ("the contraction factor per round is non-increasing in K (consecutive K paired by "
                "seed, interval across seeds)")
     params_schema = {"type": "object", "additionalProperties": False, "properties": {

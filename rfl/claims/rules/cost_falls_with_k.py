@@ -48,6 +48,7 @@ def mean_log_cost_ratio(metric: str, cost: str, n: int):
 
 class CostFallsWithK(Rule):
     name = "cost_falls_with_k"
+    across_seeds = True
     summary = "the communication to reach common levels falls from the smallest K to the next, paired over seeds"
     params_schema = {"type": "object", "additionalProperties": False, "properties": {
         "algorithm": ALGORITHM, "metric": METRIC, "participation": PARTICIPATION,

@@ -45,6 +45,7 @@ def slope_log_ratio(a, b) -> float:
 
 class CurvesWithinFactor(Rule):
     name = "curves_within_factor"
+    across_seeds = True
     summary = ("same rate: per K, the paired ratio of two methods' per-seed linear rates lies within "
                "a factor (interval across seeds)")
     params_schema = {"type": "object", "additionalProperties": False, "properties": {

@@ -52,6 +52,7 @@ def compare(fixed, dec, statistic: str) -> tuple[str, str | None, str | None]:
 
 class DecayingMoreAccurate(Rule):
     name = "decaying_more_accurate"
+    across_seeds = True
     summary = "per K, the decaying-step run ends below the fixed-step run"
     experiments_schema = ROLES
     params_schema = {"type": "object", "additionalProperties": False, "properties": {

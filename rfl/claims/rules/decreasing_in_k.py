@@ -29,6 +29,7 @@ def final(metric: str):
 
 class DecreasingInK(Rule):
     name = "decreasing_in_k"
+    across_seeds = True
     summary = ("a metric's final value is non-increasing in K (consecutive K paired by seed, up to a "
                "tolerance, interval across seeds)")
     params_schema = {"type": "object", "additionalProperties": False, "properties": {

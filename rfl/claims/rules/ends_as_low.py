@@ -108,6 +108,7 @@ def pairs(ev: Evidence, p: dict):
 
 class EndsAsLow(Rule):
     name = "ends_as_low"
+    across_seeds = True
     summary = "per K, paired by seed, the first method's plateau is at most a factor times the second's"
     params_schema = {"type": "object", "additionalProperties": False, "properties": {
         **PAIR, "factor": {"type": "number", "minimum": 1, "default": 1.1}}}

@@ -68,6 +68,7 @@ def pair_runs(ev: Evidence, p: dict):
 
 class FasterThan(Rule):
     name = "faster_than"
+    across_seeds = True
     summary = ("per K, over several levels and paired by seed, the first method needs fewer rounds "
                "than the second (interval of the rounds ratio at most max_ratio)")
     params_schema = {"type": "object", "additionalProperties": False, "properties": {**PAIR, **RACE}}

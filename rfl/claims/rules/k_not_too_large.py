@@ -13,12 +13,20 @@ from __future__ import annotations
 
 from .. import stats as S
 from ..rule import Evidence, Judgement, Rule
-from ._shared import ALGORITHM, FLOOR, METRIC, PARTICIPATION, floored_level, judgement
-from .optimal_k_above_one import best_k, k_levels, level_rows
+from ._shared import ALGORITHM, FLOOR, METRIC, PARTICIPATION, best_k, k_pair
+
+
+def largest_and_best_smaller(runs: dict, levels: dict):
+    """(the largest K, the best smaller K), or None with fewer than two K."""
+    if len(runs) < 2:
+        return None
+    top = max(runs)
+    return top, best_k(levels, [k for k in runs if k < top])
 
 
 class KNotTooLarge(Rule):
     name = "k_not_too_large"
+    across_seeds = True
     summary = "the level after the run at the largest K is above the best smaller K's, paired over seeds"
     params_schema = {"type": "object", "additionalProperties": False, "properties": {
         "algorithm": ALGORITHM, "metric": METRIC, "floor": FLOOR, "participation": PARTICIPATION}}
@@ -31,19 +39,4 @@ class KNotTooLarge(Rule):
                 f"fewer than two K or {S.MIN_SEEDS} seeds")
 
     def judge(self, ev: Evidence, p: dict) -> Judgement:
-        rows, tests, missing = [], [], []
-        level = floored_level(p["metric"], p["floor"])
-        multi = len(ev.names()) > 1
-        for e in ev.names():
-            runs = ev.by_k(e, p["algorithm"], p["participation"])
-            levels = k_levels(runs, level)
-            rows += level_rows(e, levels, multi)
-            if len(runs) < 2:
-                missing.append(f"`{e}`: runs at two K at least")
-                continue
-            top = max(runs)
-            K = best_k(levels, [k for k in runs if k < top])
-            tests.append(S.judged(S.paired(runs[top], runs[K], S.log_ratio_of(level)),
-                                  S.Claim(f"level ratio K = {top} / K = {K}", low=1.0),
-                                  label=(f"`{e}`" if multi else "largest K"), log=True))
-        return judgement(rows, tests, missing)
+        return k_pair(ev, p, largest_and_best_smaller, "above", "largest K", "runs at two K at least")

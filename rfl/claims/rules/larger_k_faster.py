@@ -43,6 +43,7 @@ def halves(outcomes: list[str], up_to_a_point: bool = True) -> tuple[str, str | 
 
 class LargerKFaster(Rule):
     name = "larger_k_faster"
+    across_seeds = True
     summary = ("a larger K needs fewer rounds (consecutive K raced over several levels, paired by "
                "seed), up to a point: some larger K no longer does")
     params_schema = {"type": "object", "additionalProperties": False, "properties": {

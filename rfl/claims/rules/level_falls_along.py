@@ -19,6 +19,7 @@ from ._shared import ALGORITHM, FLOOR, METRIC, PARTICIPATION, floored_level, jud
 
 class LevelFallsAlong(Rule):
     name = "level_falls_along"
+    across_seeds = True
     summary = "the level falls between experiments as a setting grows, paired over seeds"
     params_schema = {"type": "object", "additionalProperties": False, "properties": {
         "by": {"type": "string", "default": "batch_size",

@@ -144,6 +144,7 @@ def _median_round(values) -> str:
 
 class LinearRate(Rule):
     name = "linear_rate"
+    across_seeds = True
     summary = ("per K, each seed's log-linear phase (after its escape, before its floor): across "
                "seeds a decrease >= min_decrease and a slope that does not flatten")
     params_schema = {"type": "object", "additionalProperties": False, "properties": {

@@ -65,6 +65,7 @@ def crossing(r: dict, full: dict) -> str:
 
 class LowestLevel(Rule):
     name = "lowest_level"
+    across_seeds = True
     summary = "per experiment, the level with every agent is at or below every partial scheme's"
     params_schema = {"type": "object", "additionalProperties": False, "properties": {
         "algorithm": {"type": "string", "default": "rfedags"},

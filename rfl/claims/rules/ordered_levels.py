@@ -33,6 +33,7 @@ def order_verdict(consecutive: list[str], ends: str) -> str:
 
 class OrderedLevels(Rule):
     name = "ordered_levels"
+    across_seeds = True
     summary = "the plateau rises along the claim's experiments (each at most a factor times the next, paired by seed)"
     params_schema = {"type": "object", "additionalProperties": False, "properties": {
         "algorithm": {"type": "string", "default": "rfedags"},

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from .. import stats as S
 from ..rule import Evidence, Judgement, Rule
-from ._shared import FLOOR, PARTICIPATION, floored_level, judgement
+from ._shared import FLOOR, PARTICIPATION, at_common_k, floored_level, judgement
 
 
 class Outperforms(Rule):
     name = "outperforms"
+    across_seeds = True
     summary = "per K and other method, the first method's level over the other's is below a ratio, paired over seeds"
     params_schema = {"type": "object", "additionalProperties": False, "properties": {
         "first": {"type": "string", "default": "rfedsvrg"},
@@ -37,20 +38,14 @@ class Outperforms(Rule):
         rows, tests, missing = [], [], []
         level = floored_level(p["metric"], p["floor"])
         multi = len(ev.names()) > 1
-        for e in ev.names():
-            first = ev.by_k(e, p["first"], p["participation"])
-            for other in p["others"]:
-                second = ev.by_k(e, other, p["participation"])
-                if not set(first) & set(second):
-                    missing.append(f"`{e}`: runs of {p['first']} and {other} at a common K")
-                for K in sorted(set(first) & set(second)):
-                    label = (f"`{e}`, " if multi else "") + f"{other}, K = {K}"
-                    t = S.judged(S.paired(first[K], second[K], S.log_ratio_of(level)),
-                                 S.Claim(f"level ratio {p['first']}/{other}", high=p["ratio"]),
-                                 label=label, log=True)
-                    tests.append(t)
-                    rows.append({**({"experiment": e} if multi else {}), "other": other, "K": str(K),
-                                 f"{p['first']} level": S.interval(S.per_seed(first[K], level)).estimate,
-                                 f"{other} level": S.interval(S.per_seed(second[K], level)).estimate,
-                                 "ratio [interval]": t.interval.text(), "outcome": t.outcome})
+        for e, other, K, first, second, where in at_common_k(ev, p["first"], p["others"],
+                                                             p["participation"], missing):
+            t = S.judged(S.paired(first, second, S.log_ratio_of(level)),
+                         S.Claim(f"level ratio {p['first']}/{other}", high=p["ratio"]),
+                         label=f"{where}{other}, K = {K}", log=True)
+            tests.append(t)
+            rows.append({**({"experiment": e} if multi else {}), "other": other, "K": str(K),
+                         f"{p['first']} level": S.interval(S.per_seed(first, level)).estimate,
+                         f"{other} level": S.interval(S.per_seed(second, level)).estimate,
+                         "ratio [interval]": t.interval.text(), "outcome": t.outcome})
         return judgement(rows, tests, missing)

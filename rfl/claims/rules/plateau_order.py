@@ -25,6 +25,7 @@ from .ordered_levels import order_verdict
 
 class PlateauOrder(Rule):
     name = "plateau_order"
+    across_seeds = True
     summary = ("the plateau is non-increasing as a dataset parameter grows (consecutive values "
                "paired by seed, interval across seeds)")
     params_schema = {"type": "object", "additionalProperties": False, "properties": {

@@ -20,7 +20,7 @@ from .. import stats as S
 from ..curves import levelled_off, median_curve
 from ..rule import Evidence, Judgement, Rule
 from ..verdicts import FAIL, OPEN
-from ._shared import FLOOR, PARTICIPATION, floored_level, judgement
+from ._shared import FLOOR, PARTICIPATION, at_common_k, floored_level, judgement
 
 
 def start_of(metric: str):
@@ -30,6 +30,7 @@ def start_of(metric: str):
 
 class RemovesDrift(Rule):
     name = "removes_drift"
+    across_seeds = True
     summary = "per K, the first method's level falls below a relative accuracy while the second levels off a factor above it"
     params_schema = {"type": "object", "additionalProperties": False, "properties": {
         "first": {"type": "string", "default": "rfedsvrg"},
@@ -53,25 +54,20 @@ class RemovesDrift(Rule):
         level = floored_level(p["metric"], p["floor"])
         start = start_of(p["metric"])
         multi = len(ev.names()) > 1
-        for e in ev.names():
-            a = ev.by_k(e, p["first"], p["participation"])
-            b = ev.by_k(e, p["second"], p["participation"])
-            if not set(a) & set(b):
-                missing.append(f"`{e}`: runs of {p['first']} and {p['second']} at a common K")
-            for K in sorted(set(a) & set(b)):
-                where = (f"`{e}`, " if multi else "") + f"K = {K}"
-                rel = S.per_seed(a[K], lambda t: math.log(level(t) / start(t)) if start(t) > 0 else math.nan)
-                t1 = S.judged(rel, S.Claim(f"{p['first']} level / start", high=p["converged"]), label=where, log=True)
-                t2 = S.judged(S.paired(b[K], a[K], S.log_ratio_of(level)),
-                              S.Claim(f"{p['second']}/{p['first']} level ratio", low=p["stall"]),
-                              label=where, log=True)
-                flat = levelled_off(median_curve(b[K], p["metric"]), p["level_factor"])
-                if not flat and t2.outcome != FAIL:
-                    t2 = S.with_outcome(t2, OPEN, f"{where}: {p['second']} still decreasing at the "
-                                                  f"last round: more rounds")
-                tests += [t1, t2]
-                rows.append({**({"experiment": e} if multi else {}), "K": str(K),
-                             f"{p['first']} level / start": t1.interval.text(),
-                             f"{p['second']}/{p['first']} level": t2.interval.text(),
-                             f"{p['second']} levelled off": flat})
+        for e, _, K, a, b, prefix in at_common_k(ev, p["first"], [p["second"]], p["participation"], missing):
+            where = f"{prefix}K = {K}"
+            rel = S.per_seed(a, lambda t: math.log(level(t) / start(t)) if start(t) > 0 else math.nan)
+            t1 = S.judged(rel, S.Claim(f"{p['first']} level / start", high=p["converged"]), label=where, log=True)
+            t2 = S.judged(S.paired(b, a, S.log_ratio_of(level)),
+                          S.Claim(f"{p['second']}/{p['first']} level ratio", low=p["stall"]),
+                          label=where, log=True)
+            flat = levelled_off(median_curve(b, p["metric"]), p["level_factor"])
+            if not flat and t2.outcome != FAIL:
+                t2 = S.with_outcome(t2, OPEN, f"{where}: {p['second']} still decreasing at the "
+                                              f"last round: more rounds")
+            tests += [t1, t2]
+            rows.append({**({"experiment": e} if multi else {}), "K": str(K),
+                         f"{p['first']} level / start": t1.interval.text(),
+                         f"{p['second']}/{p['first']} level": t2.interval.text(),
+                         f"{p['second']} levelled off": flat})
         return judgement(rows, tests, missing)

@@ -34,6 +34,7 @@ def best_round(metric: str, digits: int):
 
 class RoundsFraction(Rule):
     name = "rounds_fraction"
+    across_seeds = True
     summary = "per K, the round of the best score over the baseline K's is at most a fraction, paired over seeds"
     params_schema = {"type": "object", "additionalProperties": False, "properties": {
         "algorithm": ALGORITHM, "participation": PARTICIPATION,

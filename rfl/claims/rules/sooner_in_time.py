@@ -4,21 +4,28 @@ whose local work counts 10x, ``RFedAGSP_.m``'s round time = the sum of the parti
 times; scheme II joins the stragglers with p = 0.05, scheme I samples s agents uniformly and
 so takes them as often as anyone).
 
-Each level is a factor (``level_factors``, one case each) x the higher of the two schemes'
-plateaus, so both curves reach it; the time to reach it is the seeds' median of the ``time`` column (``rfl.simtime``) at the
-first round at which the median excess risk over seeds is at or below it.
+Statistic, per seed (the schemes share their draws per seed, so seed i of one is paired with
+seed i of the other): for each factor c (``level_factors``, one case each) the level is c x the
+higher of the two runs' plateaus (``stats.tail_level``: median over the last 10% of rounds), so
+both runs reach it; each run's time to it is its ``time`` column (``rfl.simtime``) at its first
+round at or below the level, and the statistic is log(time of the first / time of the
+second). Across seeds, a Student-t interval of the mean log ratio (``stats.decide``): sooner
+when it lies below 1, not sooner when it lies wholly at or above 1 (a tie included), undecided
+otherwise or with fewer than ``stats.MIN_SEEDS`` paired seeds.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from rfl.reporting.figures import method_label, summarise
+from rfl.reporting.figures import method_label
 
 from .. import stats as S
-from ..curves import median_curve, plateau, rounds_to
+from ..curves import rounds_to
 from ..rule import Evidence, Judgement, Rule
-from ..verdicts import FAIL, OK, OPEN, PARTLY, UNDECIDED, combine
+from ..verdicts import OK, OPEN, PARTLY, UNDECIDED, combine
 from .level_vs_share import participations, scheme_of
 
 
@@ -32,24 +39,39 @@ def pick(ev: Evidence, experiment: str, scheme: str, algorithm: str):
     return None
 
 
-def time_to(runs, level: float) -> tuple[float, float]:
-    """(round, median simulated time over seeds at that round) of the first round at which the
-    median excess risk is at or below ``level``; NaNs if never."""
-    t = rounds_to(median_curve(runs), level)
-    if not np.isfinite(t):
+def pair_level(ta, tb, factor: float) -> float:
+    """``factor`` x the higher of two runs' plateaus (``stats.tail_level``; a diverged run's
+    infinite plateau left out), NaN when neither is finite."""
+    finite = [v for v in (S.tail_level(ta), S.tail_level(tb)) if np.isfinite(v)]
+    return factor * max(finite) if finite else np.nan
+
+
+def reached(table, level: float) -> tuple[float, float]:
+    """(round, simulated time) of a run's first round at or below ``level`` (``stats.curve_of``:
+    +inf from a diverged round on); (NaN, +inf) if it never gets there within the run (later
+    than any time it reached), NaNs for a NaN level."""
+    if not np.isfinite(level):
         return np.nan, np.nan
-    return t, float(summarise(runs, "time")["median"].loc[t])
+    t = rounds_to(S.curve_of(table), level)
+    if not np.isfinite(t):
+        return np.nan, math.inf
+    return t, float(table.set_index("round")["time"].loc[t])
 
 
-def seed_time(level: float):
-    """Per run table, the simulated time at its first round at or below ``level`` (NaN if
-    never): the per-seed statistic behind the time ratio's interval."""
-    return lambda table: time_to([table], level)[1]
+def log_time_ratio(factor: float):
+    """The paired statistic of seed i: log(time of a / time of b) to the pair's level
+    (``pair_level``); +-inf when only one run gets there, NaN when neither does."""
+    def f(ta, tb):
+        level = pair_level(ta, tb, factor)
+        return S.log_ratio_of(lambda t: reached(t, level)[1])(ta, tb)
+    return f
 
 
 class SoonerInTime(Rule):
     name = "sooner_in_time"
-    summary = "one scheme reaches a level (a factor above both plateaus) in less simulated time than another"
+    across_seeds = True
+    summary = ("one scheme reaches a level (a factor above both plateaus) in less simulated time "
+               "than another, paired over seeds")
     params_schema = {"type": "object", "additionalProperties": False, "properties": {
         "algorithm": {"type": "string", "default": "rfedags"},
         "first": {"type": "string", "default": "bernoulli"},
@@ -59,46 +81,50 @@ class SoonerInTime(Rule):
 
     def describe(self, p: dict) -> str:
         factors = ", ".join(f"{f:g}" for f in p["level_factors"])
-        return (f"in each experiment and for each factor c in {factors}, {p['algorithm']} with scheme "
-                f"`{p['first']}` reaches the level c x max(plateau of either scheme) (median excess risk over "
-                f"seeds; plateau: median over the last 10% of rounds) in less simulated time (the "
-                f"`time` column, median over seeds) than with `{p['second']}`; undecided without "
-                f"both schemes or a time column")
+        return (f"in each experiment and for each factor c in {factors}: per seed, {p['algorithm']} "
+                f"with scheme `{p['first']}` and with `{p['second']}` (paired by seed) run to the level "
+                f"c x the higher of their plateaus (median excess risk over the last 10% of rounds), "
+                f"and the ratio of their simulated times (the `time` column) at the first round at or "
+                f"below it; sooner when its 95% Student-t interval across seeds (log scale) lies below "
+                f"1, not sooner when it lies wholly at or above 1 (a tie included), undecided "
+                f"otherwise, with fewer than {S.MIN_SEEDS} seeds, or without both schemes or a time "
+                f"column")
 
     def judge(self, ev: Evidence, p: dict) -> Judgement:
-        rows, cases, notes, decide, margins = [], [], [], [], []
+        rows, tests, margins, missing = [], [], [], []
         claim = S.Claim("time ratio", high=1.0, strict=True)
         for e in ev.names():
             a, b = (pick(ev, e, p[k], p["algorithm"]) for k in ("first", "second"))
             if a is None or b is None or "time" not in a[1][0] or "time" not in b[1][0]:
-                cases.append(OPEN)
-                notes.append(f"- `{e}`: needs runs of `{p['first']}` and `{p['second']}` with a time model.")
-                decide.append(f"`{e}`: both schemes, experiments.{e}.time declared")
+                missing.append(f"`{e}`: both schemes, experiments.{e}.time declared")
                 margins.append(f"`{e}`: no time ratio, {claim.text()}")
                 continue
-            top = max(plateau(median_curve(r).dropna()) for _, r in (a, b))
             for factor in p["level_factors"]:
-                level = factor * top
-                (ra, ta), (rb, tb) = time_to(a[1], level), time_to(b[1], level)
-                if not (np.isfinite(ta) and np.isfinite(tb)):
-                    outcome = OPEN
-                    decide.append(f"`{e}`: a finite level both curves reach")
-                else:
-                    outcome = OK if ta < tb else FAIL
-                cases.append(outcome)
-                iv = S.interval(S.paired(a[1], b[1], S.log_ratio_of(seed_time(level))), log=True)
-                margins.append(S.value_margin("time ratio (medians)", ta / tb if tb else np.nan, claim,
-                                              label=f"`{e}`, c = {factor:g}", iv=iv if iv.n > 1 else None))
-                rows.append(self.row(e, factor, level, a[0], ra, ta, b[0], rb, tb, outcome))
-        verdict = combine(cases)
-        return Judgement(verdict, rows, notes,
-                         "; ".join(decide) if decide and verdict in (UNDECIDED, PARTLY) else None,
+                t = S.judged(S.paired(a[1], b[1], log_time_ratio(factor)), claim,
+                             label=f"`{e}`, c = {factor:g}", log=True)
+                tests.append(t)
+                margins.append(t)
+                rows.append(self.row(e, factor, a, b, t))
+        verdict = combine([t.outcome for t in tests] + [OPEN] * len(missing))
+        why = [t.why for t in tests if t.outcome == OPEN and t.why] + missing
+        return Judgement(verdict, rows, [], "; ".join(why) if why and verdict in (UNDECIDED, PARTLY) else None,
                          S.margin_line(margins))
 
     @staticmethod
-    def row(e, factor, level, ka, ra, ta, kb, rb, tb, outcome) -> dict:
-        return {"experiment": e, "factor": f"{factor:g}", "level": level,
-                "first": method_label(ka), "first: round": ra, "first: time": ta,
-                "second": method_label(kb), "second: round": rb, "second: time": tb,
-                "time ratio": ta / tb if tb else np.nan,
-                "sooner": {OK: "yes", FAIL: "no", OPEN: "open"}[outcome]}
+    def row(e, factor, a, b, test: S.Test) -> dict:
+        """The case's row: per scheme the median over its paired seeds of the round and the time
+        at which it reached the seed's level, and the time ratio's interval."""
+        runs_a, runs_b = S.by_seed(a[1]), S.by_seed(b[1])
+        seeds = sorted(set(runs_a) & set(runs_b), key=lambda s: (str(type(s)), s))
+        got = {"first": [], "second": []}
+        for s in seeds:
+            level = pair_level(runs_a[s], runs_b[s], factor)
+            got["first"].append(reached(runs_a[s], level))
+            got["second"].append(reached(runs_b[s], level))
+        med = {k: np.median(np.array(v, float), axis=0) if v else (np.nan, np.nan) for k, v in got.items()}
+        est, lo, hi = test.interval.shown()
+        return {"experiment": e, "factor": f"{factor:g}", "seeds paired": len(seeds),
+                "first": method_label(a[0]), "first: round": med["first"][0], "first: time": med["first"][1],
+                "second": method_label(b[0]), "second: round": med["second"][0], "second: time": med["second"][1],
+                "time ratio": est, "interval": f"[{lo:.3g}, {hi:.3g}]",
+                "sooner": {OK: "yes", OPEN: "open"}.get(test.outcome, "no")}
