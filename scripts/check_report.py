@@ -204,6 +204,7 @@ def check(report: Path, config: dict, claims: list[dict], chromium: str, screens
     the list of failures (empty: all well). A page that fails is listed and the report is loaded
     afresh before the next one."""
     from rfl.reporting.claim_pages import pages
+    from rfl.reporting.order import REPORT_CATEGORY, menu
 
     records = {c["id"]: c for c in claims}
     failures: list[str] = []
@@ -241,7 +242,7 @@ def check(report: Path, config: dict, claims: list[dict], chromium: str, screens
                 expected += [c["statement"], c["verdict"] or "measurement"]
             failures += [f"{name}: {x!r} is not on its page in the browser" for x in expected if x not in text]
         try:
-            show_subcategory(browser, "Reproduction report", "Other")
+            show_subcategory(browser, menu(config)["categories"][REPORT_CATEGORY], "Other")
             text = show_result(browser, "/REPRODUCTION.html")
             failures += [f"REPRODUCTION.html: claim {c['id']!r} ({c['statement']!r}) is not in it"
                          for c in claims if c["statement"] not in text]

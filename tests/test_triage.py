@@ -47,6 +47,7 @@ def _config():
                               "report_category": "Figure 1"}},
         "sources": {"paper": {"title": "The paper", "sections": ["Figure 1", "Identity"]},
                     "newer": {"title": "The newer version", "sections": ["Newer"]},
+                    "li_ma": {"title": "Li & Ma", "sections": []},
                     "zhang": {"title": "Zhang et al.", "sections": ["Zhang"]}},
         "claims": {
             "newer_c": {"section": "Newer", "statement": "newer converges", "rule": "converges", "experiments": ["newer_exp"]},
@@ -200,14 +201,15 @@ def test_setting_deviations_short_without_their_reasons():
 # ---- groups, counts and order ---------------------------------------------------------------------
 def test_rows_are_grouped_by_source_then_figure_in_the_papers_order_sweeps_last():
     gs = T.groups(_config(), _records())
-    assert [g.key for g in gs] == ["paper", "newer", "zhang", T.SWEEPS]
+    assert [g.key for g in gs] == ["paper", "newer", "li_ma", "zhang", T.SWEEPS]
     rows = {g.key: [(r.record["id"], r.figure) for r in g.rows] for g in gs}
     # Figure 1(b)'s claim is declared first; the identity (no figure) is declared after both figures
     assert rows["paper"] == [("b_rate", "Figure 1(b): CFMSPD, fixed step"), ("a_rate", "Figure 1(a): CPESph, fixed step"),
                              ("identity", "Identity")]
     assert rows["newer"] == [("newer_c", "Authors' Figure 10: PCA, newer"), ("own", "Figure 1(a): CPESph, fixed step")]
-    assert rows["zhang"] == [] and gs[2].swept == 2                 # its claims are all sweeps
-    assert [r.record.get("setting") for r in gs[3].rows] == ["mu=0.1", "mu=1"]
+    assert rows["zhang"] == [] and gs[3].swept == 2                 # its claims are all sweeps
+    assert rows["li_ma"] == [] and gs[2].swept == 0
+    assert [r.record.get("setting") for r in gs[4].rows] == ["mu=0.1", "mu=1"]
     assert "measured" not in {r.record["id"] for g in gs for r in g.rows}
     counts = {g.key: g.counts() for g in gs}
     assert counts["paper"] == {REPRODUCED: 1, PARTLY: 0, NOT: 1, UNDECIDED: 0, NOT_RUN: 1}
@@ -234,6 +236,7 @@ def test_the_markdown_summary_has_counts_legend_and_one_table_per_group():
     assert cells(lines[2]) == ["The paper", "1", "0", "1", "0", "1", "3"]
     assert cells(lines[3]) == ["The newer version", "0", "1", "0", "1", "0", "2"]
     assert cells(lines[4]) == ["Zhang et al.", "0", "0", "0", "0", "0", "0 (+2 in Sweeps)"]
+    assert not any(ln.startswith("| Li & Ma") for ln in lines)       # a source without a claim: no row
     assert cells(lines[5])[0].startswith("Sweeps") and cells(lines[6]) == ["**all**", "**2**", "**2**", "**1**",
                                                                             "**1**", "**1**", "**7**"]
     assert [ln for ln in lines if ln.startswith("### ")] == [
@@ -338,9 +341,9 @@ def test_source_errors_name_the_key_and_what_is_allowed():
     assert errors == [
         "config key sources.zhang.sections.1: 'Newer' is listed by source 'newer' too; allowed: each section "
         "under one source",
-        "config key claims.own.source: 'nobody' is not a declared source; allowed: paper, newer, zhang",
+        "config key claims.own.source: 'nobody' is not a declared source; allowed: paper, newer, li_ma, zhang",
         "config key claims.swept.section: 'Elsewhere' is listed by no source; allowed: a section of "
-        "sources.<id>.sections, or a claims.swept.source of paper, newer, zhang"]
+        "sources.<id>.sections, or a claims.swept.source of paper, newer, li_ma, zhang"]
 
 
 def test_restore_puts_back_the_orders_a_spec_files_json_sorted():

@@ -30,7 +30,7 @@ TOY_NOTE = "At toy size the rule gives: "
 #: what the summary says about its columns
 LEGEND = ("Sizes read ours/the paper's (\"S 20/200\": 20 agents where the paper has 200; \"1 of 4 "
           "seeds\"); a setting that differs from its source's is named with the source's value. "
-          "\"Why\" gives, for a claim that is not reproduced, the deciding number against the "
+          "\"Why\" gives, for a claim that is not reproduced in full, the deciding number against the "
           "claim's threshold, or what would decide it. Each claim links to its page, which has "
           "the evidence, the rule and the config of its runs.")
 
@@ -292,10 +292,11 @@ def _link_text(text: str) -> str:
 
 
 def counts_lines(gs: list[Group]) -> list[str]:
-    """The counts of verdicts per group, and in all, as a Markdown table."""
+    """The counts of verdicts per group (those with a row here or in the sweeps'), and in all, as
+    a Markdown table."""
     head = "| source | " + " | ".join(VERDICTS) + " | claims |"
     lines = [head, "|---|" + "---|" * (len(VERDICTS) + 1)]
-    for g in gs:
+    for g in (g for g in gs if g.rows or g.swept):
         c = g.counts()
         lines.append(f"| {_md(g.title)} | " + " | ".join(str(c[v]) for v in VERDICTS) + f" | {_n_claims(g)} |")
     total = {v: sum(g.counts()[v] for g in gs) for v in VERDICTS}
@@ -384,7 +385,7 @@ def summary_html(config: dict, records: list[dict], menu: dict | None = None) ->
     gs = groups(config, records)
     head = "".join(f"<th>{badge(v)}</th>" for v in VERDICTS)
     body = []
-    for g in gs:
+    for g in (g for g in gs if g.rows or g.swept):
         c = g.counts()
         body.append(f"<tr><td>{_e(g.title)}</td>" + "".join(f'<td class="n">{c[v]}</td>' for v in VERDICTS)
                     + f'<td class="n">{_e(_n_claims(g))}</td></tr>')
