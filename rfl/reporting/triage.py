@@ -368,6 +368,7 @@ SUMMARY_STYLE = """
 .rfl-summary h2{font-size:1.2rem;margin:.2rem 0}.rfl-summary h3{font-size:1rem;margin:1rem 0 .2rem}
 .rfl-summary a{color:#0969da}.rfl-summary code{background:#f6f8fa;padding:0 .2em;border-radius:3px}
 .rfl-summary .badge{display:inline-block;border-radius:1em;padding:0 .6em;font-weight:600;white-space:nowrap}
+div.items-center:has(.rfl-summary){align-items:flex-start}
 div.prose:has(.rfl-summary){max-width:none}
 div.flex:has(> div > div.prose .rfl-summary){flex-wrap:wrap}
 div:has(> div.prose .rfl-summary){flex:1 1 100%}
@@ -396,8 +397,8 @@ def summary_html(config: dict, records: list[dict], menu: dict | None = None) ->
            "workflow: its sizes decide nothing, so every claim is undecided.</p>" if config.get("toy_size") else "")
     parts = [f"<style>{SUMMARY_STYLE}</style>", '<div class="rfl-summary">',
              "<h2>Reproduction report: summary</h2>", toy,
-             f'<table class="counts"><thead><tr><th>source</th>{head}<th>claims</th></tr></thead>'
-             f"<tbody>{''.join(body)}</tbody></table>", f"<p>{_e(LEGEND)}</p>"]
+             f'<table class="counts"><thead><tr><th>source</th>{head}<th>claims</th></tr></thead><tbody>',
+             *body, "</tbody></table>", f"<p>{_e(LEGEND)}</p>"]
     for g in (g for g in gs if g.rows):
         rows, last = [], None
         for r in g.rows:
@@ -414,9 +415,9 @@ def summary_html(config: dict, records: list[dict], menu: dict | None = None) ->
             last = r.figure
         parts += [f"<h3>{_e(g.title)}</h3>",
                   '<table class="claims"><thead><tr><th>figure</th><th>claim</th><th>verdict</th>'
-                  f"<th>why</th><th>size, settings</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"]
+                  "<th>why</th><th>size, settings</th></tr></thead><tbody>", *rows, "</tbody></table>"]
     parts.append("</div>")
-    return "".join(p for p in parts if p)
+    return "\n".join(p for p in parts if p)     # one row a line: docutils refuses lines over 10,000
 
 
 def _place(menu: dict, page: dict) -> tuple[str, str]:
