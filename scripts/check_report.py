@@ -230,7 +230,7 @@ def check(report: Path, config: dict, claims: list[dict], chromium: str, screens
             if "figure" in page:
                 expected.append(name)
                 if f"figures/{name}.pdf" not in browser.eval(
-                        f"JSON.stringify(categories[{_js(page['category'])}][{_js(name)}])"):
+                        f"JSON.stringify(categories[{_js(page['category'])}][{_js(page['subcategory'])}])"):
                     failures.append(f"{name}: the figure's PDF is not beside its claim page in the report")
                 if page["title"] not in navbar:
                     failures.append(f"{name}: the figure's title is not in the report's menu")
