@@ -19,6 +19,8 @@
 # leaves a Snakemake benchmark record in OUT/results/benchmarks/<job>.tsv; the performance rule
 # sums them into paper_tables/performance.{csv,md}.
 
+import os
+
 from snakemake.utils import min_version
 
 min_version("8.0")
@@ -50,6 +52,12 @@ else:
     include: "rules/data.smk"
     include: "rules/runs.smk"
     include: "rules/reporting.smk"
+
+    # `snakemake --report` opens on the summary of the claims' verdicts (the reproduction
+    # rule's landing page, rfl/reporting/triage.py), once a run has written it.
+    if os.path.exists(PLAN.landing()):
+
+        report: PLAN.landing()
 
     localrules:
         all,

@@ -676,8 +676,11 @@ def _main(argv: list[str]) -> int:
                     read_run_table(path)
             write_report(spec, args.out_md)
             from rfl.reporting.claim_pages import write_pages
-            from rfl.claims.judge import declared
-            write_pages({**spec["config"], "claims": declared(spec)}, args.out_md)
+            from rfl.reporting.order import restore
+            from rfl.reporting.triage import write_landing
+            config = restore(spec)
+            write_pages(config, args.out_md)
+            write_landing(config, args.out_md)
         elif args.command == "performance":
             from rfl.reporting.performance import PerfInputError, write_performance
             _work_starts()

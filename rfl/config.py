@@ -725,7 +725,9 @@ def _claim_errors(config: dict) -> list[str]:
             if other not in config["claims"]:
                 msgs.append(f"config key {_key(where + ['readings', 'claims', label])}: {other!r} is "
                             f"not a claim of this config; allowed: {', '.join(config['claims'])}")
-    return msgs
+    from rfl.reporting.order import source_errors
+
+    return msgs + source_errors(config)
 
 
 def _path_error(key: str, value: str) -> str | None:

@@ -207,6 +207,9 @@ class Plan:
         # one FedLSA/SCAFFLSA figure per setting (homogeneous, heterogeneous) of the study's datasets
         self.lsa_settings = sorted({config["datasets"][self.experiments[e]["dataset"]]["params"]["setting"]
                                     for e in (self.lsa or {}).get("experiments", [])})
+        from rfl.reporting.order import menu
+        #: where every result sits in the HTML report's menus, in the papers' order
+        self.menu = menu(config)
 
     # ---- paths -------------------------------------------------------------------------
     def path(self, relative: str) -> str:
@@ -303,9 +306,21 @@ class Plan:
                 + [p for p, *_ in self.claim_pages()] + self.performance_outputs())
 
     def reproduction_outputs(self) -> list[str]:
-        """REPRODUCTION.md, its HTML rendering and claims.json (the reproduction rule's files
-        beside the claim pages)."""
-        return [self.path(f"paper_tables/{f}") for f in ("REPRODUCTION.md", "REPRODUCTION.html", "claims.json")]
+        """REPRODUCTION.md, its HTML rendering, claims.json and the HTML report's landing page
+        (the reproduction rule's files beside the claim pages)."""
+        return [self.path(f"paper_tables/{f}") for f in ("REPRODUCTION.md", "REPRODUCTION.html", "claims.json")] \
+            + [self.landing()]
+
+    def landing(self) -> str:
+        """The HTML report's landing page: the summary of the claims' verdicts
+        (rfl/reporting/triage.py), Snakemake's global report description."""
+        from rfl.reporting.triage import LANDING
+        return self.path(f"paper_tables/{LANDING}")
+
+    def category(self, name: str) -> str:
+        """A report category as the menu shows it, numbered in the papers' order
+        (rfl/reporting/order.py): REPORT_CATEGORY, a figure's, or a study's."""
+        return self.menu["categories"].get(name, name)     # (a study the config lacks: unused)
 
     def claim_pages(self) -> list[tuple[str, str, str, dict | None]]:
         """(path, report category, subcategory, labels) of every claim page of the HTML report:
@@ -362,7 +377,12 @@ class Plan:
         return [t for e in names if e not in self.skipped for t in self.run_tables(e)]
 
     def figure_category(self, wildcards) -> str:
-        return self.figures[wildcards.figure]["report_category"]
+        """The figure's category in the report's menu (its report_category, numbered)."""
+        return self.menu["figures"][wildcards.figure][0]
+
+    def figure_subcategory(self, wildcards) -> str:
+        """The figure's entry in its category: its paper's name, numbered ("1 Figure 1(a): ...")."""
+        return self.menu["figures"][wildcards.figure][1]
 
     def figure_labels(self, wildcards) -> dict:
         """The figure's labels in the report; its claim page (claim_pages) has the same keys,
@@ -410,6 +430,7 @@ class Plan:
         # the spec file's JSON sorts keys: the claims' declaration order travels beside them
         return {"config": self.config, "paper": self.paper,
                 "claim_order": list(self.config.get("claims", {})), "configfiles": self.configfiles,
+                "figure_order": list(self.figures), "source_order": list(self.config.get("sources", {})),
                 "skipped": self.skipped,
                 "runs": {e: self.run_tables(e) for e in self.experiments},
                 "tables": {"table1": self.path("paper_tables/table1_parameters.csv"),

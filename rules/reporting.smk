@@ -8,7 +8,7 @@ rule figure:
         runs=PLAN.figure_runs,
     output:
         pdf=report(PLAN.path("figures/{figure}.pdf"), category=PLAN.figure_category,
-                   subcategory="{figure}", labels=PLAN.figure_labels),
+                   subcategory=PLAN.figure_subcategory, labels=PLAN.figure_labels),
         png=PLAN.path("figures/{figure}.png"),
     log:
         PLAN.log("figures/{figure}"),
@@ -73,7 +73,7 @@ rule heterogeneity:
         spec=PLAN.spec("tables/heterogeneity"),
         runs=PLAN.hetero_runs(),
     output:
-        pdf=report(PLAN.path("figures/fig_heterogeneity.pdf"), category="Heterogeneity"),
+        pdf=report(PLAN.path("figures/fig_heterogeneity.pdf"), category=PLAN.category("Heterogeneity")),
         png=PLAN.path("figures/fig_heterogeneity.png"),
         csv=PLAN.path("paper_tables/heterogeneity.csv"),
         md=PLAN.path("paper_tables/heterogeneity.md"),
@@ -97,7 +97,7 @@ rule sweep:
         spec=PLAN.spec("sweeps/{experiment}"),
         runs=PLAN.sweep_runs,
     output:
-        pdf=report(PLAN.path("figures/fig_sweep_{experiment}.pdf"), category="Sweeps"),
+        pdf=report(PLAN.path("figures/fig_sweep_{experiment}.pdf"), category=PLAN.category("Sweeps")),
         png=PLAN.path("figures/fig_sweep_{experiment}.png"),
         csv=PLAN.path("paper_tables/sweep_{experiment}.csv"),
         md=PLAN.path("paper_tables/sweep_{experiment}.md"),
@@ -120,7 +120,7 @@ rule lsa:
         spec=PLAN.spec("tables/lsa"),
         runs=PLAN.lsa_runs(),
     output:
-        pdf=[report(f, category="Federated TD(0) / LSA") for f in PLAN.lsa_figures("pdf")],
+        pdf=[report(f, category=PLAN.category("Federated TD(0) / LSA")) for f in PLAN.lsa_figures("pdf")],
         png=PLAN.lsa_figures("png"),
         csv=PLAN.path("paper_tables/fedlsa_bias.csv"),
         md=PLAN.path("paper_tables/fedlsa_bias.md"),
@@ -140,15 +140,17 @@ rule lsa:
 rule reproduction:
     """REPRODUCTION.md: every claim against the paper, with verdicts; beside it claims.json, its
     HTML rendering and one claim page per figure (rfl/reporting/claim_pages.py), shown in
-    `snakemake --report` beside the figure (same category, subcategory = the figure)."""
+    `snakemake --report` beside the figure (same category and subcategory), and the report's
+    landing page: the summary of the verdicts (rfl/reporting/triage.py; the Snakefile's report)."""
     input:
         spec=PLAN.spec("tables/reproduction"),
         runs=PLAN.all_run_tables(),
         tables=PLAN.report_inputs(),
     output:
         md=PLAN.path("paper_tables/REPRODUCTION.md"),
-        html=report(PLAN.path("paper_tables/REPRODUCTION.html"), category="Reproduction report"),
+        html=report(PLAN.path("paper_tables/REPRODUCTION.html"), category=PLAN.category("Reproduction report")),
         claims=PLAN.path("paper_tables/claims.json"),
+        landing=PLAN.landing(),
         pages=[report(path, category=category, subcategory=subcategory, labels=labels)
                for path, category, subcategory, labels in PLAN.claim_pages()],
     log:

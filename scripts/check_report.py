@@ -205,6 +205,7 @@ def check(report: Path, config: dict, claims: list[dict], chromium: str, screens
     the list of failures (empty: all well). A page that fails is listed and the report is loaded
     afresh before the next one."""
     from rfl.reporting.claim_pages import pages
+    from rfl.reporting.order import REPORT_CATEGORY, menu
 
     records = {c["id"]: c for c in claims}
     failures: list[str] = []
@@ -230,7 +231,7 @@ def check(report: Path, config: dict, claims: list[dict], chromium: str, screens
             if "figure" in page:
                 expected.append(name)
                 if f"figures/{name}.pdf" not in browser.eval(
-                        f"JSON.stringify(categories[{_js(page['category'])}][{_js(name)}])"):
+                        f"JSON.stringify(categories[{_js(page['category'])}][{_js(page['subcategory'])}])"):
                     failures.append(f"{name}: the figure's PDF is not beside its claim page in the report")
                 if page["title"] not in navbar:
                     failures.append(f"{name}: the figure's title is not in the report's menu")
@@ -242,7 +243,7 @@ def check(report: Path, config: dict, claims: list[dict], chromium: str, screens
                 expected += [c["statement"], c["verdict"] or "measurement"]
             failures += [f"{name}: {x!r} is not on its page in the browser" for x in expected if x not in text]
         try:
-            show_subcategory(browser, "Reproduction report", "Other")
+            show_subcategory(browser, menu(config)["categories"][REPORT_CATEGORY], "Other")
             text = show_result(browser, "/REPRODUCTION.html")
             failures += [f"REPRODUCTION.html: claim {c['id']!r} ({c['statement']!r}) is not in it"
                          for c in claims if c["statement"] not in text]

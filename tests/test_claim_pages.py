@@ -78,11 +78,13 @@ def test_pages_are_one_per_figure_then_one_per_section_of_claims_without_a_figur
     # a claim speaks about the figures of its experiments, or the ones it names
     assert pages["fig_a"]["claims"] == ["linear", "decaying"]
     assert pages["fig_d"]["claims"] == ["decaying", "only_d"]
-    assert (pages["fig_a"]["category"], pages["fig_a"]["subcategory"]) == ("Figure 1", "fig_a")
-    assert pages["fig_d"]["category"] == "Figures"          # the config's default category
+    # where each page sits in the report's menus: numbered in the papers' order (Snakemake
+    # sorts the menus alphabetically), REPRODUCTION.html's category first
+    assert (pages["fig_a"]["category"], pages["fig_a"]["subcategory"]) == ("2 Figure 1", "1 Sphere, fixed")
+    assert pages["fig_d"]["category"] == "3 Figures"          # the config's default category
     lsa = pages["section-federated-td-0-lsa"]
-    assert lsa["claims"] == ["bias", "bias2"] and lsa["category"] == cp.NO_FIGURE_CATEGORY
-    assert lsa["subcategory"] == "Federated TD(0) / LSA"
+    assert lsa["claims"] == ["bias", "bias2"] and lsa["category"] == "4 " + cp.NO_FIGURE_CATEGORY
+    assert lsa["subcategory"] == "1 Federated TD(0) / LSA"
     assert str(cp.page_path("out/paper_tables/REPRODUCTION.md", "fig_a")) == "out/paper_tables/claims/fig_a.html"
 
 
@@ -149,10 +151,16 @@ def test_evidence_table_has_a_header_and_one_row_per_record_with_formatted_cells
     page = cp.claim_html(_record(rows=rows))
     p = _Text(page)
     assert sum(t == "tr" for t, _ in p.tags) == 3
-    # the columns are the union of the rows' keys, in first-seen order; a missing cell is nan
+    # the columns are the union of the rows' keys, in first-seen order; a cell without a value
+    # says n/a, its title why, and a line under the table says why for each kind
     assert p.cells == ["K", "rate", "levelled", "note", "extra",
-                       "1", "0.9123", "yes", "ok", "nan",
-                       "3", "nan", "no", "nan", "x"]
+                       "1", "0.9123", "yes", "ok", "n/a",
+                       "3", "n/a", "no", "n/a", "x"]
+    titles = [a.get("title") for t, a in p.tags if t == "td" and "na" in a.get("class", "").split()]
+    assert titles == [cp.NA_WHY["missing"], cp.NA_WHY["nan"], cp.NA_WHY["missing"]]
+    text = "".join(p.text)
+    assert cp.NA_WHY["missing"] in text and cp.NA_WHY["nan"] in text and cp.NA_WHY["none"] not in text
+    assert "nan" not in text.lower().replace("n/a", "")
 
 
 def test_no_rows_no_table():

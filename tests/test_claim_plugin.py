@@ -86,10 +86,12 @@ def test_a_plugin_rule_judges_a_declared_claim_into_the_report(tmp_path):
     text = (tree / "out" / "paper_tables" / "REPRODUCTION.md").read_text()
     lines = text.splitlines()
     summary = lines[lines.index("## Summary") + 2:]
-    assert summary[2].startswith("| A plug-in's claim (its paper) | RFedAGS ends below 1e9 | reproduced | ")
-    assert summary[3].split(" | ")[:3] == ["| A plug-in's claim (its paper)", "RFedAGS ends below 1e-300",
-                                           summary[3].split(" | ")[2]]
-    assert summary[3].split(" | ")[2] in ("not reproduced", "undecided at this size")
+    # the counts (one group: the config declares no sources), then the claims by figure
+    assert summary[2].startswith("| Claims | 1 | 0 | ") and summary[2].endswith(" | 2 |")
+    rows = [ln.split(" | ") for ln in summary if "](claims/" in ln]
+    assert rows[0][:4] == ["| CPESph", "[RFedAGS ends below 1e9](claims/fig_cpesph.html#below_big)", "reproduced", ""]
+    assert rows[1][:2] == ["| ", "[RFedAGS ends below 1e-300](claims/fig_cpesph.html#below_tiny)"]
+    assert rows[1][2] in ("not reproduced", "undecided at this size") and rows[1][3]      # with its reason
     assert ("**Verdict: reproduced.** _Rule (ends_below): per K (rfedags, every agent), the median excess "
             "risk over seeds at the last round is below 1e+09; undecided for a K still decreasing above it_") in lines
     assert "| K | last | rounds |" in lines and any(ln.startswith("| 3 | ") and ln.endswith(" | 10 |") for ln in lines)

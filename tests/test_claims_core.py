@@ -24,7 +24,8 @@ import yaml
 
 from rfl import cli
 from rfl import config as rflconfig
-from rfl.claims.judge import claim_lines, judge_all, sections, summary
+from rfl.claims.judge import claim_lines, judge_all, sections
+from rfl.reporting.triage import summary_lines
 from rfl.claims.rule import Judgement, Rule
 from rfl.claims.verdicts import FAIL, NOT, OK, OPEN, PARTLY, REPRODUCED, UNDECIDED, VERDICTS, combine
 from rfl.registry import RULES
@@ -74,6 +75,14 @@ def _result(**kw) -> dict:
     return {**base, **kw}
 
 
+def summary(results: list[dict]) -> list[str]:
+    """The claim rows of the summary (rfl.reporting.triage) of ``results`` in a config that
+    declares nothing else."""
+    lines = summary_lines({"experiments": {}, "figures": {}, "claims": {}}, results)
+    return [ln for ln in lines if ln.startswith("| ") and not ln.startswith(("| source", "| figure", "| **all"))
+            and ln.count(" | ") == 4]
+
+
 def _cells(line: str) -> list[str]:
     """The cells of a Markdown table row ("\\|" does not split a cell)."""
     return [c.strip().replace("\\|", "|") for c in
@@ -83,9 +92,9 @@ def _cells(line: str) -> list[str]:
 def test_a_bar_in_a_statement_or_cell_does_not_split_a_cell():
     r = _result(statement="|x| < 1 holds", ref="Eq. |2|",
                 rows=[{"K": "1", "a|b": "p|q", "v": 0.5}])
-    row = summary([r])[2]
-    assert [c.replace("\0", "|") for c in _cells(row)] == ["S (Eq. |2|)", "|x| < 1 holds", REPRODUCED,
-                                                           "-", "at the paper's size", ""]
+    row = summary([r])[0]
+    assert [c.replace("\0", "|") for c in _cells(row)] == ["S", "|x| < 1 holds", REPRODUCED, "",
+                                                           "size not declared"]
     lines = claim_lines(r)
     table = [ln for ln in lines if ln.startswith("|")]
     assert [len(_cells(ln)) for ln in table] == [3, 3, 3]
@@ -105,20 +114,21 @@ def test_claim_lines_verdict_decide_and_measurement():
     assert m[0] == "### Measurement: a claim" and not any("Verdict" in ln for ln in m)
 
 
-def test_the_margin_is_on_the_verdict_line_and_in_the_summary_row():
+def test_the_margin_is_on_the_verdict_line_and_a_failing_one_is_the_summary_rows_reason():
     r = _result(margin="ratio 0.66 [0.55, 0.78], claim <= 1")
     lines = claim_lines(r)
     assert ("**Verdict: reproduced.** Margin: ratio 0.66 [0.55, 0.78], claim <= 1. _Rule (r): the rule_"
             in lines)
-    assert _cells(summary([r])[2])[3] == "ratio 0.66 [0.55, 0.78], claim <= 1"
+    assert _cells(summary([r])[0])[3] == ""                       # green: no reason
+    bad = _result(verdict=NOT, margin="K = 1: ratio 0.66 [0.55, 0.78], claim <= 1; K = 2: ratio 1.6 [1.5, 1.7], claim <= 1")
+    assert _cells(summary([bad])[0])[3] == "K = 2: ratio 1.6 [1.5, 1.7], claim <= 1"
 
 
 def test_summary_leaves_out_measurements_and_sections_keep_declaration_order():
     rs = [_result(id="a", section="B", statement="first"), _result(id="b", section="A", statement="m", verdict=None),
           _result(id="c", section="B", statement="second", verdict=NOT), _result(id="d", section="A", statement="third")]
     rows = summary(rs)
-    assert rows[:2] == ["| where | claim | verdict | margin | size | settings |", "|---|---|---|---|---|---|"]
-    assert [_cells(r)[1] for r in rows[2:-1]] == ["first", "second", "third"]      # no "m"
+    assert [_cells(r)[1] for r in rows] == ["first", "second", "third"]      # no "m"
     heads = [ln for ln in sections(rs) if ln.startswith("#")]
     assert heads == ["## B", "### Claim: first (Thm 1)", "### Claim: second (Thm 1)",
                      "## A", "### Measurement: m (Thm 1)", "### Claim: third (Thm 1)"]
@@ -135,7 +145,7 @@ def _figure1_config():
     claims = {k: cfg["claims"][k] for k in ("fig1a_linear", "fig1a_decaying", "fig1a_larger_k", "fig1a_ags_avg")}
     exps = {e: cfg["experiments"][e] for e in ("cpesph_fixed", "cpesph_decaying")}
     return {"experiments": exps, "datasets": {d: cfg["datasets"][d] for d in {e["dataset"] for e in exps.values()}},
-            "figures": {"fig1a": {"experiment": "cpesph_fixed"}}, "claims": claims}
+            "figures": {"fig1a": {"experiment": "cpesph_fixed"}}, "claims": claims, "sources": cfg["sources"]}
 
 
 def _figure1_spec(tmp_path):
@@ -217,6 +227,10 @@ def level_rule():
 
 
 # ---- rfl reproduction: REPRODUCTION.md and claims.json ----------------------------------------
+def cfg_title(source: str) -> str:
+    return yaml.safe_load((REPO / "config" / "config.yaml").read_text())["sources"][source]["title"]
+
+
 def test_rfl_reproduction_writes_the_claims_and_claims_json(tmp_path, level_rule):
     spec = _figure1_spec(tmp_path)
     spec["config"]["claims"]["level"] = {"section": "Measured", "statement": "level | first round",
@@ -231,15 +245,22 @@ def test_rfl_reproduction_writes_the_claims_and_claims_json(tmp_path, level_rule
     text = out.read_text()
     lines = text.splitlines()
     i = lines.index("## Summary")
-    assert lines[i + 2] == "| where | claim | verdict | margin | size | settings |"
-    rows = [_cells(ln) for ln in lines[i + 4:i + 8]]
-    assert [r[0] for r in rows] == ["Figure 1, CPESph (Theorem 4.3, Figure 1(a))",
-                                    "Figure 1, CPESph (Theorem 4.4, Figure 1(d))",
-                                    "Figure 1, CPESph (Figure 1(a))", "Figure 1, CPESph (rfl's own comparison beside Figure 1(a))"]
+    summary_part = lines[i:lines.index("## Figure 1, CPESph")]
+    counts = [_cells(ln) for ln in summary_part if ln.startswith("| ") and ln.count(" | ") == 6]
+    assert counts[0] == ["source", *VERDICTS, "claims"]
+    # the paper's three claims (one partly), rfl's own one, the other sources none
+    assert counts[1] == [cfg_title("paper"), "2", "1", "0", "0", "0", "3"]
+    assert counts[-2] == [cfg_title("rfl"), "1", "0", "0", "0", "0", "1"]
+    assert counts[-1] == ["**all**", "**3**", "**1**", "**0**", "**0**", "**0**", "**4**"]
+    rows = [_cells(ln) for ln in summary_part
+            if ln.startswith("| ") and ln.count(" | ") == 4 and not ln.startswith("| figure")]
+    # grouped by source, then by figure (named on its first row); each claim links to its page
+    assert [r[0] for r in rows] == ["fig1a", "", "", "fig1a"]
     # K = 8 (one seed) diverged at round 1: linear fails for it; for larger K its pair with K = 4 is
     # open (one seed), and K = 4 is no faster than K = 2 already: up to a point
     assert [r[2] for r in rows] == [PARTLY, REPRODUCED, REPRODUCED, REPRODUCED]
-    assert rows[2][1].replace("\0", "|") == "a larger K | faster" and lines[i + 8] == ""
+    assert rows[0][3].startswith("K = 8: ") and [r[3] for r in rows[1:]] == ["", "", ""]
+    assert rows[2][1].replace("\0", "|") == "[a larger K | faster](claims/fig1a.html#fig1a_larger_k)"
     assert "- K = 8: fails: the run diverged at round 1 (median over seeds)." in lines
     assert "### Measurement: level | first round" in lines and "## Measured" in lines
     assert "- runs: 22 (1 diverged: rfedags_K8_seed0)" in text

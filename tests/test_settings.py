@@ -11,7 +11,7 @@ import pytest
 
 from rfl import cli
 from rfl import config as rflconfig
-from rfl.claims.judge import claim_lines, summary
+from rfl.claims.judge import claim_lines
 from rfl.settings import deviations, describe_settings, effective, words
 
 REF = "PCAStief_Syn_numagentincreas.m"
@@ -170,7 +170,7 @@ def test_rfl_validate_exits_2_with_one_line_before_any_work(tmp_path, capsys):
     assert len(bad) == 1 and "runs alpha 0.3, the source alpha 0.04" in bad[0]
 
 
-def test_the_report_prints_the_deviations_on_the_claim_and_in_the_summary():
+def test_the_report_prints_the_deviations_on_the_claim():
     r = {"id": "c", "section": "S", "ref": "", "statement": "a claim", "context": "", "rule": "r",
          "params": {}, "rule_text": "the rule", "experiments": ["e"], "figures": [], "verdict": "reproduced",
          "rows": [], "notes": [], "decide": None, "size": "at the paper's size",
@@ -178,7 +178,7 @@ def test_the_report_prints_the_deviations_on_the_claim_and_in_the_summary():
     lines = claim_lines(r)
     assert lines[lines.index("Size: at the paper's size.") + 2] == \
         "Settings: step alpha 0.3 (source 0.04; reason: r) (source: s)."
-    assert summary([r])[2].endswith("| at the paper's size | step alpha 0.3 (source 0.04; reason: r) (source: s) |")
+    # (the summary's short form: tests/test_triage.py)
 
 
 # ---- readings of an ambiguous source ----------------------------------------------------------

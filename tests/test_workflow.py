@@ -133,12 +133,12 @@ def test_targets_are_every_configured_figure_and_table(plan):
     assert plan.table2_sensitivity_files() == sensitivity
     spec = plan.table_spec("table2")
     assert spec["protocols"] == ["heldout", "refit_on_test"] and spec["sensitivity"] == ["school_r2"]
-    # the report, its HTML and claims.json, one claim page per figure, one per section whose
-    # claims name no figure (LSA; heterogeneity, whose figure the workflow draws itself), the
-    # performance table
+    # the report, its HTML, claims.json and the HTML report's landing page (the summary), one
+    # claim page per figure, one per section whose claims name no figure (LSA; heterogeneity,
+    # whose figure the workflow draws itself), the performance table
     pages = [f".smoke/paper_tables/claims/{f}.html" for f in SMOKE["figures"]] + SECTION_PAGES
-    assert targets[-(5 + len(pages)):] == [".smoke/paper_tables/REPRODUCTION.md", ".smoke/paper_tables/REPRODUCTION.html",
-                                           ".smoke/paper_tables/claims.json", *pages,
+    assert targets[-(6 + len(pages)):] == [".smoke/paper_tables/REPRODUCTION.md", ".smoke/paper_tables/REPRODUCTION.html",
+                                           ".smoke/paper_tables/claims.json", ".smoke/paper_tables/summary.rst", *pages,
                                            ".smoke/paper_tables/performance.csv", ".smoke/paper_tables/performance.md"]
     cfg = copy.deepcopy(SMOKE)
     del cfg["tables"]["table2"], cfg["heterogeneity"], cfg["lsa"]
@@ -238,6 +238,10 @@ def test_the_reproduction_spec_keeps_the_claims_in_declaration_order(plan, tmp_p
     assert list(spec["config"]["claims"]) != list(SMOKE["claims"])      # the file's JSON sorts keys
     assert list(declared(spec)) == list(SMOKE["claims"])
     assert list(declared({"config": SMOKE})) == list(SMOKE["claims"])   # a config read from YAML
+    from rfl.reporting.order import restore                # and so do the figures and sources
+    restored = restore(spec)
+    assert [list(restored[k]) for k in ("claims", "figures", "sources")] == \
+        [list(SMOKE[k]) for k in ("claims", "figures", "sources")]
 
 
 def test_claim_pages_sit_beside_their_figure_in_the_report(plan):
@@ -246,8 +250,10 @@ def test_claim_pages_sit_beside_their_figure_in_the_report(plan):
     for path, category, subcategory, labels in pages[:len(SMOKE["figures"])]:
         f = Path(path).stem
         wc = _wc(figure=f)
-        # the figure's PDF is flagged with the same category, and "{figure}" as subcategory
-        assert (category, subcategory) == (plan.figure_category(wc), f)
+        # the figure's PDF is flagged with the same category and subcategory: the figure's place
+        # in the report's menus, numbered in the papers' order (rfl/reporting/order.py)
+        assert (category, subcategory) == (plan.figure_category(wc), plan.figure_subcategory(wc))
+        assert subcategory == plan.menu["figures"][f][1] and category == plan.menu["figures"][f][0]
         fig = plan.figure_labels(wc)
         assert labels.keys() == fig.keys() and labels["figure"] == fig["figure"] == f
         # Snakemake's report folds two results into one row with a toggle when exactly one
@@ -256,7 +262,8 @@ def test_claim_pages_sit_beside_their_figure_in_the_report(plan):
     cfg = copy.deepcopy(SMOKE)
     cfg["claims"]["lsa"] = {**cfg["claims"]["fig2_linear"], "section": "LSA", "figures": []}
     path, category, subcategory, labels = Plan(cfg, PAPER).claim_pages()[-1]
-    assert (path, subcategory, labels) == (".smoke/paper_tables/claims/section-lsa.html", "LSA", None)
+    assert (path, labels) == (".smoke/paper_tables/claims/section-lsa.html", None)
+    assert subcategory.endswith(" LSA") and subcategory == Plan(cfg, PAPER).menu["sections"]["LSA"]
 
 
 def test_figure_labels_and_metric_labels():

@@ -176,7 +176,7 @@ def _cell(v) -> str:
     if isinstance(v, bool):
         return "yes" if v else "no"
     if v is None or isinstance(v, float) and math.isnan(v):
-        return "nan"
+        return "n/a"
     return f"{v:.4g}" if isinstance(v, (int, float)) else str(v)
 
 
@@ -230,15 +230,3 @@ def sections(results: list[dict]) -> list[str]:
             if r["section"] == s:
                 lines += claim_lines(r)
     return lines
-
-
-def summary(results: list[dict]) -> list[str]:
-    """The summary table: one row per claim with a verdict (measurements are left out)."""
-    lines = ["| where | claim | verdict | margin | size | settings |", "|---|---|---|---|---|---|"]
-    for r in results:
-        if r["verdict"] is not None:
-            where = r["section"] + (f" ({r['ref']})" if r["ref"] else "")
-            claim = r["statement"] + (f" [setting {r['setting']}]" if r.get("setting") else "")
-            lines.append(f"| {_md(where)} | {_md(claim)} | {r['verdict']} | {_md(r.get('margin') or '-')} "
-                         f"| {_md(r['size'])} | {_md(r.get('settings', ''))} |")
-    return lines + [""]

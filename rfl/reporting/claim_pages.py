@@ -23,12 +23,17 @@ from pathlib import Path
 
 from rfl import io
 from rfl.claims.judge import claim_figures
-from rfl.claims.verdicts import NOT, NOT_RUN, PARTLY, REPRODUCED, UNDECIDED
+from rfl.claims.verdicts import NOT, NOT_RUN, PARTLY, REPRODUCED, UNDECIDED, VERDICTS
+
+from .order import NO_FIGURE_CATEGORY, menu
 
 #: the folder of the pages, beside REPRODUCTION.md
 PAGES_DIR = "claims"
-#: the report category of the pages of claims that name no figure (subcategory: the section)
-NO_FIGURE_CATEGORY = "Claims without a figure"
+#: what a table cell without a value says, and why (a title on the cell, a line under the table)
+NA = "n/a"
+NA_WHY = {"missing": "the rule reports no such value for this row",
+          "none": "no value was computed",
+          "nan": "the statistic is undefined here (no finite value: e.g. a diverged run, or too few points)"}
 #: badge colours (background, text) per verdict; None is a measurement
 BADGES = {REPRODUCED: ("#1a7f37", "#ffffff"), PARTLY: ("#bf8700", "#ffffff"),
           NOT: ("#cf222e", "#ffffff"), UNDECIDED: ("#6e7781", "#ffffff"),
@@ -61,12 +66,14 @@ def slug(text: str) -> str:
 
 def pages(config: dict) -> dict[str, dict]:
     """Every claim page of ``config``, by name (the file is ``claims/<name>.html``): one per
-    figure (``figure``, ``title``, report ``category`` and ``subcategory`` = the figure), then
-    one per section of the claims that name no figure of the config (``section``, category
-    NO_FIGURE_CATEGORY), in declaration order; each with the ids of its ``claims``."""
+    figure (``figure``, ``title``, report ``category`` and ``subcategory``: where the figure
+    sits in the report's menus, ``rfl.reporting.order.menu``), then one per section of the
+    claims that name no figure of the config (``section``, category NO_FIGURE_CATEGORY), in
+    declaration order; each with the ids of its ``claims``."""
     figures = config.get("figures", {})
-    out = {f: {"figure": f, "title": fig.get("title", f), "category": fig.get("report_category", "Figures"),
-               "subcategory": f, "claims": []} for f, fig in figures.items()}
+    places = menu(config)
+    out = {f: {"figure": f, "title": fig.get("title", f), "category": places["figures"][f][0],
+               "subcategory": places["figures"][f][1], "claims": []} for f, fig in figures.items()}
     by_section: dict[str, dict] = {}
     for cid, claim in config.get("claims", {}).items():
         named = [f for f in claim_figures(config, claim) if f in figures]
@@ -79,8 +86,8 @@ def pages(config: dict) -> dict[str, dict]:
                 while name in out or name in (p["name"] for p in by_section.values()):
                     name, n = f"section-{slug(section)}-{n}", n + 1
                 by_section[section] = {"name": name, "section": section, "title": section,
-                                       "category": NO_FIGURE_CATEGORY, "subcategory": section,
-                                       "claims": []}
+                                       "category": places["categories"][NO_FIGURE_CATEGORY],
+                                       "subcategory": places["sections"][section], "claims": []}
             by_section[section]["claims"].append(cid)
     for p in by_section.values():
         out[p.pop("name")] = p
@@ -103,6 +110,24 @@ def _markdown():
     return MarkdownIt("commonmark", {"html": False}).enable("table")
 
 
+_NAN = re.compile(r"(?<![A-Za-z0-9_])nan(?![A-Za-z0-9_])", re.IGNORECASE)
+
+
+def no_nan(text: str) -> str:
+    """``text`` with every "nan" (a number without a value) as NA."""
+    return _NAN.sub(NA, text)
+
+
+def inline_markdown(text) -> str:
+    """One line of Markdown (code spans, emphasis) as inline HTML, raw HTML escaped, "nan" as NA."""
+    return _markdown().renderInline(no_nan(str(text)))
+
+
+def block_markdown(text) -> str:
+    """Markdown (paragraphs, lists) as HTML, raw HTML escaped, "nan" as NA."""
+    return _markdown().render(no_nan(str(text)))
+
+
 def badge(verdict: str | None) -> str:
     """The verdict as a coloured badge ("measurement" for a claim that judges nothing)."""
     bg, fg = BADGES.get(verdict, BADGES[None])
@@ -111,53 +136,72 @@ def badge(verdict: str | None) -> str:
     return f'<span class="{cls}" style="background:{bg};color:{fg}">{_e(label)}</span>'
 
 
+_MISSING = object()
+
+
+def _na_kind(v) -> str | None:
+    """Why a cell has no value (a key of NA_WHY), None when it has one."""
+    if v is _MISSING:
+        return "missing"
+    if v is None:
+        return "none"
+    if isinstance(v, float) and math.isnan(v):
+        return "nan"
+    return None
+
+
 def _cell(v) -> str:
+    kind = _na_kind(v)
+    if kind:
+        return f'<td class="num na" title="{_e(NA_WHY[kind])}">{NA}</td>'
     if isinstance(v, bool):
         return "<td>yes</td>" if v else "<td>no</td>"
-    if v is None or isinstance(v, float) and math.isnan(v):
-        return '<td class="num">nan</td>'
     if isinstance(v, (int, float)):
         return f'<td class="num">{v:.4g}</td>'
-    return f"<td>{_e(v)}</td>"
+    return f"<td>{inline_markdown(v)}</td>"
 
 
 def evidence_table(rows: list[dict]) -> str:
-    """Evidence rows (dicts; the columns are the union of their keys, in first-seen order)."""
+    """Evidence rows (dicts; the columns are the union of their keys, in first-seen order); a
+    cell without a value says NA, and a line under the table says why."""
     if not rows:
         return ""
     cols = list(dict.fromkeys(k for r in rows for k in r))
-    head = "".join(f"<th>{_e(c)}</th>" for c in cols)
-    body = "".join("<tr>" + "".join(_cell(r.get(c)) for c in cols) + "</tr>" for r in rows)
+    head = "".join(f"<th>{inline_markdown(c)}</th>" for c in cols)
+    body = "".join("<tr>" + "".join(_cell(r.get(c, _MISSING)) for c in cols) + "</tr>" for r in rows)
+    kinds = [k for k in NA_WHY if any(_na_kind(r.get(c, _MISSING)) == k for r in rows for c in cols)]
+    why = (f'<p class="na-why">{NA}: ' + "; or ".join(_e(NA_WHY[k]) for k in kinds) + ".</p>") if kinds else ""
     return (f'<div class="scroll"><table class="evidence"><thead><tr>{head}</tr></thead>'
-            f'<tbody>{body}</tbody></table></div>')
+            f'<tbody>{body}</tbody></table></div>{why}')
 
 
 def claim_html(claim: dict) -> str:
     """One judged claim (a record of claims.json) as a <section>."""
-    ref = " · ".join(x for x in (_e(claim.get("ref", "")), f"claim <code>{_e(claim['id'])}</code>",
-                                  _e(claim["section"])) if x)
+    md = inline_markdown
+    ref = " · ".join(x for x in (md(claim.get("ref", "")), f"claim <code>{_e(claim['id'])}</code>",
+                                  md(claim["section"])) if x)
     setting = claim.get("setting")
     anchor = claim["id"] + (f"-{slug(setting)}" if setting else "")
     title = claim["statement"] + (f" [setting {setting}]" if setting else "")
     parts = [f'<section class="claim" id="{_e(anchor)}">',
-             f"<h2>{badge(claim['verdict'])}{_e(title)}</h2>", f'<p class="ref">{ref}</p>']
+             f"<h2>{badge(claim['verdict'])}{md(title)}</h2>", f'<p class="ref">{ref}</p>']
     if claim.get("context"):
-        parts.append(f"<p>{_e(claim['context'])}</p>")
+        parts.append(block_markdown(claim["context"]))
     parts.append(evidence_table(claim.get("rows") or []))
     if claim.get("notes"):          # Markdown lines, as in REPRODUCTION.md (lists stay lists)
-        parts.append(f'<div class="notes">{_markdown().render(chr(10).join(claim["notes"]))}</div>')
+        parts.append(f'<div class="notes">{block_markdown(chr(10).join(claim["notes"]))}</div>')
     if claim.get("margin"):
-        parts.append(f"<p><b>Margin:</b> {_e(claim['margin'])}.</p>")
-    parts.append(f"<p><b>Rule</b> <code>{_e(claim['rule'])}</code>: {_e(claim.get('rule_text', ''))}</p>")
+        parts.append(f"<p><b>Margin:</b> {md(claim['margin'])}.</p>")
+    parts.append(f"<p><b>Rule</b> <code>{_e(claim['rule'])}</code>: {md(claim.get('rule_text', ''))}</p>")
     if claim.get("decide"):
-        parts.append(f"<p><b>What would decide it:</b> {_e(claim['decide'])}.</p>")
+        parts.append(f"<p><b>What would decide it:</b> {md(claim['decide'])}.</p>")
     if claim.get("readings"):
         rd = claim["readings"]
-        parts.append(f"<p><b>Readings of the source</b> ({_e(rd['what'])}): "
-                     + "; ".join(f"{_e(v['reading'])} ({_e(v['where'])}): {_e(str(v['verdict']))}" for v in rd["verdicts"])
+        parts.append(f"<p><b>Readings of the source</b> ({md(rd['what'])}): "
+                     + "; ".join(f"{md(v['reading'])} ({md(v['where'])}): {_e(str(v['verdict']))}" for v in rd["verdicts"])
                      + f". Verdict depends on the reading: {'yes' if rd['depends'] else 'no'}.</p>")
-    parts.append(f"<p><b>Size:</b> {_e(claim.get('size', ''))}.</p>"
-                 f"<p><b>Settings:</b> {_e(claim.get('settings', ''))}.</p></section>")
+    parts.append(f"<p><b>Size:</b> {md(claim.get('size', ''))}.</p>"
+                 f"<p><b>Settings:</b> {md(claim.get('settings', ''))}.</p></section>")
     return "\n".join(p for p in parts if p)
 
 
@@ -223,8 +267,12 @@ def page_html(name: str, page: dict, claims: list[dict], config: dict) -> str:
 
 
 def markdown_page(text: str, title: str) -> str:
-    """A Markdown document (REPRODUCTION.md) as a self-contained HTML page, raw HTML escaped."""
-    return document(title, _markdown().render(text))
+    """A Markdown document (REPRODUCTION.md) as a self-contained HTML page, raw HTML escaped,
+    "nan" as NA; a table cell that holds a verdict alone shows it as its coloured badge."""
+    body = block_markdown(text)
+    for verdict in VERDICTS:
+        body = body.replace(f"<td>{_e(verdict)}</td>", f"<td>{badge(verdict)}</td>")
+    return document(title, body)
 
 
 def write_pages(config: dict, out_md) -> list[Path]:

@@ -55,9 +55,13 @@ def provenance(spec: dict) -> list[str]:
            f"- written: {_dt.datetime.now(_dt.timezone.utc).isoformat(timespec='seconds')}"]
     return out
 def write_report(spec: dict, out_md) -> None:
-    """REPRODUCTION.md from the claims the config declares (``rfl.claims``), and
-    ``claims.json`` beside it: one record per judged claim (the HTML report reads it)."""
-    from rfl.claims.judge import judge_all, sections, summary
+    """REPRODUCTION.md from the claims the config declares (``rfl.claims``): the summary
+    (``rfl.reporting.triage``), then every claim by section; and ``claims.json`` beside it: one
+    record per judged claim (the HTML report reads it)."""
+    from rfl.claims.judge import judge_all, sections
+
+    from .order import restore
+    from .triage import summary_lines
 
     io.check_sampler_versions([p for paths in spec["runs"].values() for p in paths])
     results = judge_all(spec)
@@ -65,7 +69,7 @@ def write_report(spec: dict, out_md) -> None:
             "Written by `rfl reproduction` from the result files of this workflow run; do not edit. "
             "Each claim of the papers is set against what was measured here, with the rule "
             "that decides the verdict and the size it was judged at.", "", *provenance(spec), "",
-            "## Summary", "", *summary(results)]
+            "## Summary", "", *summary_lines(restore(spec), results)]
     with io.atomic_path(out_md) as tmp:
         tmp.write_text("\n".join(head + sections(results)) + "\n")
     with io.atomic_path(Path(out_md).with_name("claims.json")) as tmp:
