@@ -29,6 +29,9 @@
     rfl perf-table PERF.csv [--readme README.md]
                                                 the README's performance table, printed or
                                                 written between its markers
+    rfl bench-table LEADERBOARD.md [--readme README.md]
+                                                the README's leaderboard (a default bench's
+                                                summary), printed or written between its markers
     rfl bench [METHOD[:key=value,...] ...] [--problems P...] [--size smoke|default|paper]
               [--baselines B...] [--out DIR]    your methods beside the baselines on the suite's
                                                 problems, and the leaderboard (rfl/bench/)
@@ -305,6 +308,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "(benchmarks/performance.csv, benchmarks/asv-result.json)")
     p.add_argument("--check", action="store_true",
                    help="with --readme: exit 1 if the README's table differs, writing nothing")
+    p = command("bench-table", "the README's leaderboard (the summary of a default rfl bench)")
+    p.add_argument("leaderboard_md", type=_existing, help="leaderboard.md of rfl bench --size default")
+    p.add_argument("--readme", type=_existing, metavar="README.md",
+                   help="write the table between the README's leaderboard markers instead of printing it")
+    p.add_argument("--check", action="store_true",
+                   help="with --readme: exit 1 if the README's table differs, writing nothing")
     p = command("bench", "run methods beside the built-in baselines on the suite's problems "
                 "and write the leaderboard (rfl/bench/)")
     p.add_argument("methods", nargs="*", metavar="METHOD[:key=value,...]",
@@ -539,7 +548,8 @@ def _main(argv: list[str]) -> int:
     try:
         if args.command in ("runs", "bench-runs"):   # every spec checked before any run starts
             specs = [read_spec(path, "run") for path in args.specs]
-        spec = None if args.command in ("validate", "list", "runs", "perf-table", "bench", "bench-runs") or (
+        spec = None if args.command in ("validate", "list", "runs", "perf-table", "bench-table", "bench",
+                                            "bench-runs") or (
             args.command == "flower" and args.config) else read_spec(
             args.spec, "run" if args.command == "flower" else args.command)
         if args.command in ("table2", "heterogeneity", "lsa", "sweep") and not args.runs:
@@ -711,6 +721,20 @@ def _main(argv: list[str]) -> int:
             from rfl.bench.leaderboard import write_leaderboard
             _work_starts()
             write_leaderboard(spec, args.out_csv, args.runs)
+        elif args.command == "bench-table":
+            from rfl.bench.leaderboard import README_MARKERS, readme_table
+            from rfl.reporting import performance
+            try:
+                table = readme_table(Path(args.leaderboard_md).read_text(encoding="utf-8"))
+                if args.readme is None:
+                    print(table, end="")
+                elif performance.update_readme(args.readme, table, check=args.check, markers=README_MARKERS):
+                    if args.check:
+                        print(f"{args.readme}: the leaderboard differs from {args.leaderboard_md}; "
+                              f"regenerate it with rfl bench-table", file=sys.stderr)
+                        return 1
+            except (ValueError, performance.PerfInputError) as exc:
+                raise SpecError(f"{args.leaderboard_md}: {exc}" if isinstance(exc, ValueError) else str(exc)) from None
         elif args.command == "perf-table":
             from rfl.reporting import performance
             try:

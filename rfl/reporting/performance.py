@@ -324,15 +324,17 @@ def perf_table(perf_csv, asv_json=None) -> str:
     return "\n".join(out) + "\n"
 
 
-def update_readme(readme, table: str, check: bool = False) -> bool:
-    """Put ``table`` between README_BEGIN and README_END of ``readme``; True when the block
-    changed (with ``check``, nothing is written)."""
+def update_readme(readme, table: str, check: bool = False,
+                  markers: tuple[str, str] = (README_BEGIN, README_END)) -> bool:
+    """Put ``table`` between the ``markers`` (default: the performance table's) of ``readme``;
+    True when the block changed (with ``check``, nothing is written)."""
     path = Path(readme)
     text = path.read_text(encoding="utf-8")
-    begin, end = text.find(README_BEGIN), text.find(README_END)
+    (open_, close), name = markers, markers[0].removeprefix("<!-- ").split(":")[0]
+    begin, end = text.find(open_), text.find(close)
     if begin < 0 or end < begin:
-        raise PerfInputError(f"{path}: no performance-table markers ({README_BEGIN} ... {README_END})")
-    head = text[:begin + len(README_BEGIN)] + "\n"
+        raise PerfInputError(f"{path}: no {name} markers ({open_} ... {close})")
+    head = text[:begin + len(open_)] + "\n"
     new = head + table + text[end:]
     if new == text:
         return False
