@@ -9,6 +9,7 @@ Output layout, under ``config["output_dir"]`` (OUT):
     results/specs/...            the resolved config, one JSON per job (written at parse time)
     results/data|reference/{dataset}/{instance}.npz
     results/runs/{experiment}/{run_id}.csv (+ .meta.json)
+    results/results.parquet (+ .csv)   every run in one table, a row per run and round
     figures/, paper_tables/      figures, tables, REPRODUCTION.md (+ .html, claims.json);
                                  a swept experiment's figures/fig_sweep_{experiment} and
                                  paper_tables/sweep_{experiment}.csv/.md (rfl/reporting/sweep.py)
@@ -252,8 +253,15 @@ class Plan:
         """Everything the config asks for (rule all)."""
         return ([f for name in self.figures for f in self.figure_files(name)]
                 + self.report_inputs() + [f for e in self.swept for f in self.sweep_outputs(e)]
-                + self.reproduction_outputs()
+                + self.results_outputs() + self.reproduction_outputs()
                 + [p for p, *_ in self.claim_pages()] + self.performance_outputs())
+
+    def results_outputs(self) -> list[str]:
+        """The results table of every run (rfl/results.py): Parquet, and CSV beside it (none
+        without runs)."""
+        if not self.runs:
+            return []
+        return [self.path("results/results.parquet"), self.path("results/results.csv")]
 
     def reproduction_outputs(self) -> list[str]:
         """REPRODUCTION.md, its HTML rendering and claims.json (the reproduction rule's files
@@ -290,7 +298,7 @@ class Plan:
         names += [t for t in ("table1", "table2") if t in self.tables]
         names += (["heterogeneity"] if self.hetero else []) + (["lsa"] if self.lsa else [])
         names += [f"sweeps/{e}" for e in self.swept]
-        return names + ["reproduction"]
+        return names + (["results"] if self.runs else []) + ["reproduction"]
 
     def job_benchmarks(self) -> list[str]:
         """The benchmark record of every job but the performance table's (its inputs)."""

@@ -137,6 +137,29 @@ rule lsa:
         pinned("rfl lsa {input.spec} {output.csv} {input.runs} --figures {output.pdf} > {log} 2>&1")
 
 
+rule results:
+    """Every run in one table (rfl/results.py): one row per run and round, the run's parameters,
+    where it ran and its spec's hash as columns; Parquet with CSV beside it. `rfl merge` joins
+    the tables of several machines; the steps that read runs take `--results` to read them
+    from one."""
+    input:
+        runs=PLAN.all_run_tables(),
+    output:
+        parquet=PLAN.path("results/results.parquet"),
+        csv=PLAN.path("results/results.csv"),
+    log:
+        PLAN.log("results"),
+    benchmark:
+        PLAN.benchmark("results"),
+    threads: 1
+    resources:
+        **LIGHT,
+    conda:
+        ENV
+    shell:
+        pinned("rfl results {output.parquet} {input.runs} > {log} 2>&1")
+
+
 rule reproduction:
     """REPRODUCTION.md: every claim against the paper, with verdicts; beside it claims.json, its
     HTML rendering and one claim page per figure (rfl/reporting/claim_pages.py), shown in
