@@ -323,3 +323,70 @@ def test_the_workflow_writes_the_table_the_runs_give(runs, tmp_path):
     pd.testing.assert_frame_equal(m, f)
     assert mm == fm
     assert (tree / "out" / "results" / "results.csv").is_file()
+
+
+# ---- rfl compare ---------------------------------------------------------------------------
+def _claim(cid, verdict, margin, rows, setting=None):
+    return {"id": cid, "verdict": verdict, "margin": margin, "rows": rows, "notes": [],
+            **({"setting": setting} if setting else {})}
+
+
+def test_compare_names_each_changed_claim_and_counts_the_rest(tmp_path, capsys):
+    a = [_claim("linear", "reproduced", "rate 0.5 [0.4, 0.6]", [{"K": 1, "rate": 0.5}]),
+         _claim("order", "reproduced", None, [{"K": 1, "final": 1e-3}, {"K": 3, "final": 2e-4}]),
+         _claim("same", "partly reproduced", "m", [{"x": 1.0}]),
+         _claim("swept", "undecided at this size", None, [], setting="K = 1"),
+         _claim("gone", "reproduced", None, [])]
+    b = copy.deepcopy(a)
+    b[0]["verdict"] = "not reproduced"                       # a verdict flips
+    b[1]["rows"][1]["final"] = 3e-4                          # one evidence cell moves
+    b[3]["setting"] = "K = 2"                                # another setting: two keys
+    del b[4]
+    b.append(_claim("new", "reproduced", None, []))
+    (tmp_path / "A").mkdir()
+    (tmp_path / "A" / "claims.json").write_text(json.dumps(a))
+    (tmp_path / "b.json").write_text(json.dumps(b))
+    assert _cli("compare", tmp_path / "A", tmp_path / "b.json") == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    summary = next(line for line in lines if "claim(s):" in line)
+    assert summary.startswith("7 claim(s): 1 verdict(s) changed, 6 changed in all") and "1 unchanged" in summary
+    table = [line for line in lines if line.startswith("| ") and not line.startswith("| claim")]
+    assert table[0].startswith("| linear | reproduced | not reproduced |")   # flipped first
+    order = next(line for line in table if line.startswith("| order "))
+    assert "evidence (1 cell(s): row 2, final: 0.0002 -> 0.0003)" in order
+    assert not any(line.startswith("| same ") for line in table)
+    for name, where in (("swept [setting K = 1]", "only in A"), ("swept [setting K = 2]", "only in B"),
+                        ("gone", "only in A"), ("new", "only in B")):
+        assert any(line.startswith(f"| {name} |") and line.endswith(f"| {where} |") for line in table), name
+
+
+def test_compare_gives_each_changed_leaderboard_cell_with_its_relative_change(tmp_path, capsys):
+    board = pd.DataFrame({"problem": ["cpesph", "cpesph", "kpca"], "method": ["rfedags", "rfedavg", "rfedags"],
+                          "median": [2.0, 4.0, 1.0], "rounds_to_1e-3": [10, 20, 30]})
+    other = board.copy()
+    other.loc[1, "median"] = 3.0                            # 4 -> 3: -25%
+    other.loc[2, "rounds_to_1e-3"] = 45                     # 30 -> 45: +50%
+    for name, df in (("A", board), ("B", other)):
+        (tmp_path / name / "paper_tables").mkdir(parents=True)
+        df.to_csv(tmp_path / name / "paper_tables" / "leaderboard.csv", index=False)
+    out = tmp_path / "cmp.md"
+    assert _cli("compare", tmp_path / "A", tmp_path / "B", "-o", out) == 0
+    text = out.read_text()
+    assert "2 cell(s) changed or in one set only, 4 unchanged (rows keyed by problem, method)" in text
+    assert "| cpesph, rfedavg | median | 4 | 3 | -25.0% |" in text
+    assert "| kpca, rfedags | rounds_to_1e-3 | 30 | 45 | +50.0% |" in text
+    assert "## Claims" not in text                          # neither set has claims
+    (tmp_path / "b.json").write_text("[]")                  # claims against a leaderboard
+    assert "no part in common" in _one_line_exit_2(capsys, "compare", tmp_path / "A", tmp_path / "b.json")
+
+
+def test_compare_refuses_what_is_no_result_set(tmp_path, capsys):
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "c.json").write_text(json.dumps([{"id": "x", "verdict": None}]))
+    assert "holds no claims.json" in _one_line_exit_2(capsys, "compare", tmp_path / "empty", tmp_path / "c.json")
+    (tmp_path / "bad.json").write_text(json.dumps({"id": "x"}))
+    assert "not a list of judged claims" in _one_line_exit_2(capsys, "compare", tmp_path / "bad.json", tmp_path / "c.json")
+    (tmp_path / "t.txt").write_text("x")
+    assert "not a result set" in _one_line_exit_2(capsys, "compare", tmp_path / "t.txt", tmp_path / "c.json")
+    assert "no such file" in _one_line_exit_2(capsys, "compare", tmp_path / "nowhere", tmp_path / "c.json")
