@@ -101,6 +101,33 @@ def _column_of(values: list) -> pd.Series | list:
                      dtype="string")
 
 
+def _arrays(table: pd.DataFrame) -> dict[str, np.ndarray]:
+    """A run table's columns as arrays (read with its ``attrs`` set aside: pandas deep-copies
+    them on every column access, and a run with replicas carries its sample there)."""
+    saved, table.attrs = table.attrs, {}
+    try:
+        return {c: table[c].to_numpy() for c in table.columns}
+    finally:
+        table.attrs = saved
+
+
+def _result_column(name: str, tables: list[dict], lengths: list[int]) -> pd.Series:
+    """Run table column ``name`` of every table (``_arrays``), one after the other: integers
+    (nullable) where every table that has it holds integers, numbers where they hold numbers,
+    else text; absent from a table: missing there."""
+    kinds = {t[name].dtype.kind for t in tables if name in t}
+    parts = [(t.get(name), n) for t, n in zip(tables, lengths)]
+    if kinds and kinds <= {"i", "u"}:
+        values = np.concatenate([np.zeros(n, np.int64) if a is None else a.astype(np.int64) for a, n in parts])
+        mask = np.concatenate([np.full(n, a is None) for a, n in parts])
+        return pd.Series(pd.arrays.IntegerArray(values, mask))
+    if kinds and kinds <= {"i", "u", "f"}:
+        return pd.Series(np.concatenate([np.full(n, np.nan) if a is None else a.astype(np.float64)
+                                         for a, n in parts]), dtype="float64")
+    return pd.Series(np.concatenate([np.full(n, None, object) if a is None else a.astype(object)
+                                     for a, n in parts] or [np.array([], object)]), dtype="string")
+
+
 def build(runs) -> pd.DataFrame:
     """The results table of ``runs``: (table, metadata) pairs as ``rfl.io.read_run_table``
     returns them. One row per run and round; see the module docstring for the columns."""
@@ -118,39 +145,31 @@ def build(runs) -> pd.DataFrame:
         col = _column_of([cols.get(name) for cols in level])
         out[name] = (col.repeat(lengths).reset_index(drop=True) if len(runs)
                      else pd.Series([], dtype=col.dtype))
+    arrays = [_arrays(t) for t, _ in runs]
     for name in results:
-        kinds = {str(t[name].dtype) for t, _ in runs if name in t.columns}
-        parts = [t[name] if name in t.columns else pd.Series([None] * len(t), dtype="object")
-                 for t, _ in runs]
-        if kinds and kinds <= {"int64", "int32"}:
-            dtype = "Int64"
-        elif kinds and all(k.startswith(("int", "float")) for k in kinds):
-            dtype = "float64"
-        else:
-            dtype = "string"
-        parts = [p.astype(dtype) for p in parts]
-        out[name] = (pd.concat(parts, ignore_index=True) if parts
-                     else pd.Series([], dtype=dtype))
-    first = np.cumsum([0] + lengths[:-1]) if runs else []
-    meta_json = pd.Series([None] * sum(lengths), dtype="string")
-    columns = pd.Series([None] * sum(lengths), dtype="string")
-    for start, (table, meta) in zip(first, runs):
-        meta_json.iloc[start] = json.dumps(meta, sort_keys=True)
-        columns.iloc[start] = json.dumps([[c, str(table[c].dtype)] for c in table.columns])
+        out[name] = _result_column(name, arrays, lengths)
+    meta_json, columns = [None] * sum(lengths), [None] * sum(lengths)
+    for start, (table, meta) in zip(np.cumsum([0] + lengths[:-1]), runs):
+        meta_json[start] = json.dumps(meta, sort_keys=True)
+        columns[start] = json.dumps([[c, str(dtype)] for c, dtype in table.dtypes.items()])
+    meta_json, columns = pd.Series(meta_json, dtype="string"), pd.Series(columns, dtype="string")
     out["meta_json"], out["table_columns"] = meta_json, columns
     return pd.DataFrame(out)
 
 
 def write_results(df: pd.DataFrame, out_parquet) -> None:
-    """``df`` (``build``) as ``out_parquet`` and, beside it, the same table as CSV (floats with
-    full round-trip precision), each written atomically."""
+    """``df`` (``build``) as ``out_parquet`` and, beside it, the same table as CSV (pyarrow's:
+    each float in the shortest text that reads back to it), each written atomically."""
     import pyarrow as pa
+    import pyarrow.csv as pcsv
     import pyarrow.parquet as pq
 
     out_parquet = Path(out_parquet)
+    table = pa.Table.from_pandas(df, preserve_index=False)
     with io.atomic_path(out_parquet) as tmp:
-        pq.write_table(pa.Table.from_pandas(df, preserve_index=False), tmp)
-    io.write_table(out_parquet.with_suffix(".csv"), df)
+        pq.write_table(table, tmp)
+    with io.atomic_path(out_parquet.with_suffix(".csv")) as tmp:   # floats: shortest round trip
+        pcsv.write_csv(table, tmp)
 
 
 def read_results(path) -> pd.DataFrame:
@@ -161,8 +180,9 @@ def read_results(path) -> pd.DataFrame:
                            f"that rfl results or rfl merge wrote")
     try:
         if path.suffix == ".parquet":
+            import pyarrow as pa
             import pyarrow.parquet as pq
-            df = pq.read_table(path).to_pandas()
+            df = pq.read_table(path).to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get)
         else:
             df = pd.read_csv(path, dtype={"spec_hash": "string", "meta_json": "string",
                                           "table_columns": "string"}, **_ROUND_TRIP)

@@ -153,7 +153,8 @@ rule results:
         PLAN.benchmark("results"),
     threads: 1
     resources:
-        **LIGHT,
+        mem_mb=PLAN.results_mem_mb(),
+        runtime=10,
     conda:
         ENV
     shell:
