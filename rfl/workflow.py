@@ -145,6 +145,9 @@ class Plan:
         self.tables = config.get("tables", {})
         self.hetero = config.get("heterogeneity")
         self.lsa = config.get("lsa")
+        #: a results table the drawing steps read the runs from (config ``results``), or None:
+        #: then no rule needs a run file, so nothing is run (``run_inputs``, ``from_results``)
+        self.results_table = config.get("results")
         self.runs = {(r["experiment"], r["run_id"]): r for r in rflconfig.expand_runs(config)
                      if r["experiment"] not in self.skipped}
         #: the experiments with a sweep (rfl/sweeps.py): each gets a figure and table of its own
@@ -254,12 +257,25 @@ class Plan:
         return ([f for name in self.figures for f in self.figure_files(name)]
                 + self.report_inputs() + [f for e in self.swept for f in self.sweep_outputs(e)]
                 + self.results_outputs() + self.reproduction_outputs()
-                + [p for p, *_ in self.claim_pages()] + self.performance_outputs())
+                + [p for p, *_ in self.claim_pages()]
+                + ([] if self.results_table else self.performance_outputs()))
+
+    def run_inputs(self, tables):
+        """The inputs of a drawing step that reads the run tables ``tables`` (a list, or a
+        function of the wildcards): the tables, or with a results table (``results_table``) that
+        table alone, so that no run is made for it."""
+        if not callable(tables):
+            return [self.results_table] if self.results_table else list(tables)
+        return lambda wildcards: [self.results_table] if self.results_table else tables(wildcards)
+
+    def from_results(self) -> str:
+        """The option of the drawing steps that reads the runs from ``results_table`` ("" without)."""
+        return f"--results {self.results_table}" if self.results_table else ""
 
     def results_outputs(self) -> list[str]:
         """The results table of every run (rfl/results.py): Parquet, and CSV beside it (none
-        without runs)."""
-        if not self.runs:
+        without runs, none when the runs come from a results table)."""
+        if not self.runs or self.results_table:
             return []
         return [self.path("results/results.parquet"), self.path("results/results.csv")]
 

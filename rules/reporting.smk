@@ -5,11 +5,14 @@ rule figure:
     """One figure of an experiment's runs (rfl/reporting/figures.py); PNG beside the PDF."""
     input:
         spec=PLAN.spec("figures/{figure}"),
-        runs=PLAN.figure_runs,
+        runs=PLAN.run_inputs(PLAN.figure_runs),
     output:
         pdf=report(PLAN.path("figures/{figure}.pdf"), category=PLAN.figure_category,
                    subcategory="{figure}", labels=PLAN.figure_labels),
         png=PLAN.path("figures/{figure}.png"),
+    params:
+        runs=PLAN.figure_runs,
+        results=PLAN.from_results(),
     log:
         PLAN.log("figures/{figure}"),
     benchmark:
@@ -20,7 +23,7 @@ rule figure:
     conda:
         ENV
     shell:
-        pinned("rfl figure {input.spec} {output.pdf} {input.runs} > {log} 2>&1")
+        pinned("rfl figure {input.spec} {output.pdf} {params.runs} {params.results} > {log} 2>&1")
 
 
 rule table1:
@@ -48,12 +51,15 @@ rule table2:
     """Table 2: test NMSE on School against the paper's values."""
     input:
         spec=PLAN.spec("tables/table2"),
-        runs=PLAN.table2_runs(),
+        runs=PLAN.run_inputs(PLAN.table2_runs()),
     output:
         csv=PLAN.path("paper_tables/table2_school_nmse.csv"),
         md=PLAN.path("paper_tables/table2_school_nmse.md"),
         tex=PLAN.path("paper_tables/table2_school_nmse.tex"),
         sensitivity=PLAN.table2_sensitivity_files(),
+    params:
+        runs=PLAN.table2_runs(),
+        results=PLAN.from_results(),
     log:
         PLAN.log("table2"),
     benchmark:
@@ -64,19 +70,22 @@ rule table2:
     conda:
         ENV
     shell:
-        pinned("rfl table2 {input.spec} {output.csv} {input.runs} > {log} 2>&1")
+        pinned("rfl table2 {input.spec} {output.csv} {params.runs} {params.results} > {log} 2>&1")
 
 
 rule heterogeneity:
     """Stationary excess risk against K under heterogeneity (rfl/reporting/heterogeneity.py)."""
     input:
         spec=PLAN.spec("tables/heterogeneity"),
-        runs=PLAN.hetero_runs(),
+        runs=PLAN.run_inputs(PLAN.hetero_runs()),
     output:
         pdf=report(PLAN.path("figures/fig_heterogeneity.pdf"), category="Heterogeneity"),
         png=PLAN.path("figures/fig_heterogeneity.png"),
         csv=PLAN.path("paper_tables/heterogeneity.csv"),
         md=PLAN.path("paper_tables/heterogeneity.md"),
+    params:
+        runs=PLAN.hetero_runs(),
+        results=PLAN.from_results(),
     log:
         PLAN.log("heterogeneity"),
     benchmark:
@@ -87,7 +96,7 @@ rule heterogeneity:
     conda:
         ENV
     shell:
-        pinned("rfl heterogeneity {input.spec} {output.pdf} {output.csv} {input.runs} > {log} 2>&1")
+        pinned("rfl heterogeneity {input.spec} {output.pdf} {output.csv} {params.runs} {params.results} > {log} 2>&1")
 
 
 rule sweep:
@@ -95,12 +104,15 @@ rule sweep:
     (rfl/reporting/sweep.py)."""
     input:
         spec=PLAN.spec("sweeps/{experiment}"),
-        runs=PLAN.sweep_runs,
+        runs=PLAN.run_inputs(PLAN.sweep_runs),
     output:
         pdf=report(PLAN.path("figures/fig_sweep_{experiment}.pdf"), category="Sweeps"),
         png=PLAN.path("figures/fig_sweep_{experiment}.png"),
         csv=PLAN.path("paper_tables/sweep_{experiment}.csv"),
         md=PLAN.path("paper_tables/sweep_{experiment}.md"),
+    params:
+        runs=PLAN.sweep_runs,
+        results=PLAN.from_results(),
     log:
         PLAN.log("sweeps/{experiment}"),
     benchmark:
@@ -111,19 +123,22 @@ rule sweep:
     conda:
         ENV
     shell:
-        pinned("rfl sweep {input.spec} {output.pdf} {output.csv} {input.runs} > {log} 2>&1")
+        pinned("rfl sweep {input.spec} {output.pdf} {output.csv} {params.runs} {params.results} > {log} 2>&1")
 
 
 rule lsa:
     """Federated TD(0): FedLSA vs SCAFFLSA with the predicted FedLSA bias (rfl/reporting/lsa.py)."""
     input:
         spec=PLAN.spec("tables/lsa"),
-        runs=PLAN.lsa_runs(),
+        runs=PLAN.run_inputs(PLAN.lsa_runs()),
     output:
         pdf=[report(f, category="Federated TD(0) / LSA") for f in PLAN.lsa_figures("pdf")],
         png=PLAN.lsa_figures("png"),
         csv=PLAN.path("paper_tables/fedlsa_bias.csv"),
         md=PLAN.path("paper_tables/fedlsa_bias.md"),
+    params:
+        runs=PLAN.lsa_runs(),
+        results=PLAN.from_results(),
     log:
         PLAN.log("lsa"),
     benchmark:
@@ -134,31 +149,34 @@ rule lsa:
     conda:
         ENV
     shell:
-        pinned("rfl lsa {input.spec} {output.csv} {input.runs} --figures {output.pdf} > {log} 2>&1")
+        pinned("rfl lsa {input.spec} {output.csv} {params.runs} --figures {output.pdf} {params.results} > {log} 2>&1")
 
 
-rule results:
-    """Every run in one table (rfl/results.py): one row per run and round, the run's parameters,
-    where it ran and its spec's hash as columns; Parquet with CSV beside it. `rfl merge` joins
-    the tables of several machines; the steps that read runs take `--results` to read them
-    from one."""
-    input:
-        runs=PLAN.all_run_tables(),
-    output:
-        parquet=PLAN.path("results/results.parquet"),
-        csv=PLAN.path("results/results.csv"),
-    log:
-        PLAN.log("results"),
-    benchmark:
-        PLAN.benchmark("results"),
-    threads: 1
-    resources:
-        mem_mb=PLAN.results_mem_mb(),
-        runtime=10,
-    conda:
-        ENV
-    shell:
-        pinned("rfl results {output.parquet} {input.runs} > {log} 2>&1")
+# the runs' table, unless the runs come from one (config results)
+if not PLAN.results_table:
+
+    rule results:
+        """Every run in one table (rfl/results.py): one row per run and round, the run's parameters,
+        where it ran and its spec's hash as columns; Parquet with CSV beside it. `rfl merge` joins
+        the tables of several machines; the steps that read runs take `--results` to read them
+        from one."""
+        input:
+            runs=PLAN.all_run_tables(),
+        output:
+            parquet=PLAN.path("results/results.parquet"),
+            csv=PLAN.path("results/results.csv"),
+        log:
+            PLAN.log("results"),
+        benchmark:
+            PLAN.benchmark("results"),
+        threads: 1
+        resources:
+            mem_mb=PLAN.results_mem_mb(),
+            runtime=10,
+        conda:
+            ENV
+        shell:
+            pinned("rfl results {output.parquet} {input.runs} > {log} 2>&1")
 
 
 rule reproduction:
@@ -167,7 +185,7 @@ rule reproduction:
     `snakemake --report` beside the figure (same category, subcategory = the figure)."""
     input:
         spec=PLAN.spec("tables/reproduction"),
-        runs=PLAN.all_run_tables(),
+        runs=PLAN.run_inputs(PLAN.all_run_tables()),
         tables=PLAN.report_inputs(),
     output:
         md=PLAN.path("paper_tables/REPRODUCTION.md"),
@@ -175,6 +193,8 @@ rule reproduction:
         claims=PLAN.path("paper_tables/claims.json"),
         pages=[report(path, category=category, subcategory=subcategory, labels=labels)
                for path, category, subcategory, labels in PLAN.claim_pages()],
+    params:
+        results=PLAN.from_results(),
     log:
         PLAN.log("reproduction"),
     benchmark:
@@ -185,7 +205,7 @@ rule reproduction:
     conda:
         ENV
     shell:
-        pinned("rfl reproduction {input.spec} {output.md} > {log} 2>&1")
+        pinned("rfl reproduction {input.spec} {output.md} {params.results} > {log} 2>&1")
 
 
 rule performance:

@@ -301,28 +301,42 @@ def test_the_results_table_is_a_target_of_the_default_workflow():
     assert "rule results:" in rules and "rfl results {output.parquet} {input.runs}" in rules
 
 
-def test_the_workflow_writes_the_table_the_runs_give(runs, tmp_path):
-    """snakemake on the small config's first half (a copy of the workflow): its results table
-    equals the one built in process, but for the clock."""
+def test_the_workflow_writes_the_table_and_draws_the_report_from_a_merged_one(runs, tmp_path):
+    """snakemake on the small config (a copy of the workflow): its results table equals the one
+    built in process, but for the clock; then, its runs' files gone, ``--config results=`` the
+    merged table of the halves: the report is drawn again, byte for byte, and nothing is run."""
+    import os
     tree = tmp_path / "workflow"
     (tree / "config").mkdir(parents=True)
     for item in ("Snakefile", "rules", "envs", "config/schema.yaml", "config/paper_values.yaml"):
         (shutil.copytree if (REPO / item).is_dir() else shutil.copy2)(REPO / item, tree / item)
-    (tree / "config" / "small.yaml").write_text(yaml.safe_dump(_raw_config("out", EXPERIMENTS[:1])))
-    import os
-    env = dict(os.environ, PYTHONPATH=str(REPO), MPLBACKEND="Agg",
+    (tree / "config" / "small.yaml").write_text(yaml.safe_dump(_raw_config("out")))
+    env = dict(os.environ, PYTHONPATH=str(REPO), MPLBACKEND="Agg", SOURCE_DATE_EPOCH="1767225600",
                PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
     env.pop("SNAKEMAKE_PROFILE", None)
-    r = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "1", "out/results/results.parquet",
-                        "--configfile", "config/small.yaml"], cwd=tree, env=env, capture_output=True,
-                       text=True, timeout=600)
-    assert r.returncode == 0, r.stderr[-3000:]
+    report = tree / "out" / "paper_tables"
+
+    def snakemake(*extra):
+        r = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "1", *extra, "--configfile",
+                            "config/small.yaml"], cwd=tree, env=env, capture_output=True,
+                           text=True, timeout=900)
+        assert r.returncode == 0, r.stderr[-3000:]
+        return r.stderr
+
+    snakemake("out/results/results.parquet", "out/paper_tables/REPRODUCTION.md")
     made = pq.read_table(tree / "out" / "results" / "results.parquet").to_pandas()
-    half = pq.read_table(runs["a"][2]).to_pandas()
-    (m, mm), (f, fm) = _without_clock(made), _without_clock(half)
+    full = pq.read_table(runs["full"][2]).to_pandas()
+    (m, mm), (f, fm) = _without_clock(made), _without_clock(full)
     pd.testing.assert_frame_equal(m, f)
     assert mm == fm
     assert (tree / "out" / "results" / "results.csv").is_file()
+    before = {str(p.relative_to(report)): p.read_bytes() for p in sorted(report.rglob("*")) if p.is_file()}
+    shutil.rmtree(tree / "out" / "results" / "runs")
+    log = snakemake("out/paper_tables/REPRODUCTION.md", "--config", f"results={runs['merged']}")
+    assert "rule reproduction:" in log and "merged.parquet" in log   # drawn again, from the table
+    assert "run_cpesph" not in log and "rule data" not in log          # nothing was run
+    after = {str(p.relative_to(report)): p.read_bytes() for p in sorted(report.rglob("*")) if p.is_file()}
+    assert after == before and "claims.json" in after
 
 
 # ---- rfl compare ---------------------------------------------------------------------------
