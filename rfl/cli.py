@@ -271,7 +271,8 @@ def build_parser(from_results: bool = False) -> argparse.ArgumentParser:
     p.add_argument("spec", type=_existing, help="the figure's spec (JSON), "
                    "results/specs/figures/<figure>.json")
     p.add_argument("out_pdf", help="the figure written (.pdf, and .png beside it)")
-    p.add_argument("runs", nargs="+", type=run_table, help="run tables (.csv, .meta.json beside)")
+    p.add_argument("runs", nargs="*", type=run_table, help="run tables (.csv, .meta.json beside; "
+                   "none: the spec's, from its results table)")
     p = command("fetch-school", "fetch and verify ILEA567.DAT")
     p.add_argument("spec", type=_existing, help=spec_help)
     p.add_argument("out", help="where ILEA567.DAT is stored")
@@ -342,6 +343,26 @@ def build_parser(from_results: bool = False) -> argparse.ArgumentParser:
                  "their files; a run table RUN.csv is the table's run of its experiment and id")
     sub.metavar = "{" + ",".join(n for n in sub.choices if n not in INTERNAL) + "}"
     return parser
+
+
+def _results_path(spec_path, value) -> Path:
+    """The results table of ``--results`` (a path) or of a spec's key ``results``, checked to
+    be a file."""
+    if isinstance(value, Path):
+        return value
+    if not isinstance(value, str) or not Path(value).is_file():
+        raise SpecError(f"{spec_path}: key 'results' must name a results table file, got "
+                        f"{json.dumps(value)[:60]}")
+    return Path(value)
+
+
+def _spec_runs(spec_path, spec: dict) -> list[Path]:
+    """The run tables a spec with a results table names (key ``runs``: a list of RUN.csv)."""
+    runs = spec.get("runs")
+    if not isinstance(runs, list) or not all(isinstance(r, str) and r.endswith(".csv") for r in runs):
+        raise SpecError(f"{spec_path}: with key 'results', key 'runs' must be a list of run "
+                        f"tables (RUN.csv), got {json.dumps(runs)[:60]}")
+    return [Path(r) for r in runs]
 
 
 def _existing_any(path: str) -> Path:
@@ -560,17 +581,21 @@ def _main(argv: list[str]) -> int:
     # rfl.data.school up front would cost every job that needs neither.
     try:
         with contextlib.ExitStack() as stack:
-            if getattr(args, "results", None) is not None:   # the runs from a results table
-                from rfl import io as _io
-                from rfl.results import ResultsSource
-                stack.enter_context(_io.run_source(ResultsSource(args.results)))
             if args.command == "runs":            # every spec checked before any run starts
                 specs = [read_spec(path, "run") for path in args.specs]
             spec = None if args.command in ("validate", "list", "runs", "perf-table", "results", "merge",
                                             "compare") or (
                 args.command == "flower" and args.config) else read_spec(
                 args.spec, "run" if args.command == "flower" else args.command)
-            if args.command in ("table2", "heterogeneity", "lsa", "sweep") and not args.runs:
+            if args.command in READS_RUNS:       # the runs from a results table: --results, or
+                results = args.results or spec.get("results")   # the spec's (config results)
+                if results is not None:
+                    from rfl import io as _io
+                    from rfl.results import ResultsSource
+                    stack.enter_context(_io.run_source(ResultsSource(_results_path(args.spec, results))))
+                    if args.command != "reproduction" and not args.runs:
+                        args.runs = _spec_runs(args.spec, spec)
+            if args.command in ("figure", "table2", "heterogeneity", "lsa", "sweep") and not args.runs:
                 raise SpecError(f"{args.command}: no run table given; allowed: the run tables "
                                 f"(RUN.csv, with RUN.meta.json beside) of the experiments of {args.spec}")
             if args.command == "validate":

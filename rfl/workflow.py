@@ -261,16 +261,21 @@ class Plan:
                 + ([] if self.results_table else self.performance_outputs()))
 
     def run_inputs(self, tables):
-        """The inputs of a drawing step that reads the run tables ``tables`` (a list, or a
-        function of the wildcards): the tables, or with a results table (``results_table``) that
-        table alone, so that no run is made for it."""
+        """The run tables a drawing step reads (``tables``: a list, or a function of the
+        wildcards), as its input: none with a results table (``results_table``: the step's spec
+        names them and the table, ``results_spec``), so that no run is made for it."""
         if not callable(tables):
-            return [self.results_table] if self.results_table else list(tables)
-        return lambda wildcards: [self.results_table] if self.results_table else tables(wildcards)
+            return [] if self.results_table else list(tables)
+        return lambda wildcards: [] if self.results_table else tables(wildcards)
 
-    def from_results(self) -> str:
-        """The option of the drawing steps that reads the runs from ``results_table`` ("" without)."""
-        return f"--results {self.results_table}" if self.results_table else ""
+    def results_input(self) -> list[str]:
+        """The results table the drawing steps read the runs from, as their input (or none)."""
+        return [self.results_table] if self.results_table else []
+
+    def results_spec(self, runs) -> dict:
+        """What a drawing step's spec adds with a results table: the table and the run tables
+        (names in it) the step reads; nothing without one."""
+        return {"results": self.results_table, "runs": list(runs)} if self.results_table else {}
 
     def results_outputs(self) -> list[str]:
         """The results table of every run (rfl/results.py): Parquet, and CSV beside it (none
@@ -340,7 +345,10 @@ class Plan:
 
     def figure_runs(self, wildcards) -> list[str]:
         """The run tables a figure reads: its experiment's, then its ``sweep``'s (those run)."""
-        fig = self.figures[wildcards.figure]
+        return self._figure_tables(wildcards.figure)
+
+    def _figure_tables(self, figure: str) -> list[str]:
+        fig = self.figures[figure]
         names = dict.fromkeys([fig["experiment"], *fig.get("sweep", [])])
         return [t for e in names if e not in self.skipped for t in self.run_tables(e)]
 
@@ -380,13 +388,13 @@ class Plan:
             return {"experiments": t2["experiments"], "paper": self.paper["table2"],
                     "protocols": t2.get("protocols", ["heldout", "refit_on_test"]),
                     "normalisations": t2.get("normalisations", ["pooled", "task_mean"]),
-                    "sensitivity": t2.get("sensitivity", [])}
+                    "sensitivity": t2.get("sensitivity", []), **self.results_spec(self.table2_runs())}
         if name == "heterogeneity":
             return {"experiments_by_name": {e: label for label, e in self.hetero["experiments"].items()},
-                    "tail": self.hetero["tail"]}
+                    "tail": self.hetero["tail"], **self.results_spec(self.hetero_runs())}
         if name == "lsa":
             return {"experiments": self.lsa["experiments"], "tail": self.lsa["tail"],
-                    "settings": self.lsa_settings}
+                    "settings": self.lsa_settings, **self.results_spec(self.lsa_runs())}
         if name == "performance":
             return {"benchmarks": self.path("results/benchmarks"), "logs": self.path("logs"),
                     "runs": self.path("results/runs"), "configfiles": self.configfiles}
@@ -394,6 +402,7 @@ class Plan:
         return {"config": self.config, "paper": self.paper,
                 "claim_order": list(self.config.get("claims", {})), "configfiles": self.configfiles,
                 "skipped": self.skipped,
+                **({"results": self.results_table} if self.results_table else {}),
                 "runs": {e: self.run_tables(e) for e in self.experiments},
                 "tables": {"table1": self.path("paper_tables/table1_parameters.csv"),
                            "table2": self.path("paper_tables/table2_school_nmse.csv"),
@@ -407,7 +416,7 @@ class Plan:
         figs = [f for f in self.figures.values() if f["experiment"] == experiment]
         metrics = list(dict.fromkeys(m for f in figs for m in f.get("metrics", ["excess_risk"])))
         return {"experiment": experiment, "title": figs[0]["title"] if figs else f"Sweep: {experiment}",
-                "metrics": metrics or ["excess_risk"]}
+                "metrics": metrics or ["excess_risk"], **self.results_spec(self.run_tables(experiment))}
 
     def specs(self) -> dict[str, dict]:
         """Spec path -> content for every job of the config."""
@@ -417,7 +426,8 @@ class Plan:
         for (e, r), spec in self.runs.items():
             specs[self.spec(f"runs/{e}/{r}")] = spec
         for f, fig in self.figures.items():
-            specs[self.spec(f"figures/{f}")] = {"name": f, **fig}
+            specs[self.spec(f"figures/{f}")] = {"name": f, **fig,
+                                                **self.results_spec(self._figure_tables(f))}
         tables = (list(self.tables) + ["reproduction", "performance"]
                   + (["heterogeneity"] if self.hetero else [])
                   + (["lsa"] if self.lsa else []))

@@ -6,13 +6,11 @@ rule figure:
     input:
         spec=PLAN.spec("figures/{figure}"),
         runs=PLAN.run_inputs(PLAN.figure_runs),
+        results=PLAN.results_input(),
     output:
         pdf=report(PLAN.path("figures/{figure}.pdf"), category=PLAN.figure_category,
                    subcategory="{figure}", labels=PLAN.figure_labels),
         png=PLAN.path("figures/{figure}.png"),
-    params:
-        runs=PLAN.figure_runs,
-        results=PLAN.from_results(),
     log:
         PLAN.log("figures/{figure}"),
     benchmark:
@@ -23,7 +21,7 @@ rule figure:
     conda:
         ENV
     shell:
-        pinned("rfl figure {input.spec} {output.pdf} {params.runs} {params.results} > {log} 2>&1")
+        pinned("rfl figure {input.spec} {output.pdf} {input.runs} > {log} 2>&1")
 
 
 rule table1:
@@ -52,14 +50,12 @@ rule table2:
     input:
         spec=PLAN.spec("tables/table2"),
         runs=PLAN.run_inputs(PLAN.table2_runs()),
+        results=PLAN.results_input(),
     output:
         csv=PLAN.path("paper_tables/table2_school_nmse.csv"),
         md=PLAN.path("paper_tables/table2_school_nmse.md"),
         tex=PLAN.path("paper_tables/table2_school_nmse.tex"),
         sensitivity=PLAN.table2_sensitivity_files(),
-    params:
-        runs=PLAN.table2_runs(),
-        results=PLAN.from_results(),
     log:
         PLAN.log("table2"),
     benchmark:
@@ -70,7 +66,7 @@ rule table2:
     conda:
         ENV
     shell:
-        pinned("rfl table2 {input.spec} {output.csv} {params.runs} {params.results} > {log} 2>&1")
+        pinned("rfl table2 {input.spec} {output.csv} {input.runs} > {log} 2>&1")
 
 
 rule heterogeneity:
@@ -78,14 +74,12 @@ rule heterogeneity:
     input:
         spec=PLAN.spec("tables/heterogeneity"),
         runs=PLAN.run_inputs(PLAN.hetero_runs()),
+        results=PLAN.results_input(),
     output:
         pdf=report(PLAN.path("figures/fig_heterogeneity.pdf"), category="Heterogeneity"),
         png=PLAN.path("figures/fig_heterogeneity.png"),
         csv=PLAN.path("paper_tables/heterogeneity.csv"),
         md=PLAN.path("paper_tables/heterogeneity.md"),
-    params:
-        runs=PLAN.hetero_runs(),
-        results=PLAN.from_results(),
     log:
         PLAN.log("heterogeneity"),
     benchmark:
@@ -96,7 +90,7 @@ rule heterogeneity:
     conda:
         ENV
     shell:
-        pinned("rfl heterogeneity {input.spec} {output.pdf} {output.csv} {params.runs} {params.results} > {log} 2>&1")
+        pinned("rfl heterogeneity {input.spec} {output.pdf} {output.csv} {input.runs} > {log} 2>&1")
 
 
 rule sweep:
@@ -105,14 +99,12 @@ rule sweep:
     input:
         spec=PLAN.spec("sweeps/{experiment}"),
         runs=PLAN.run_inputs(PLAN.sweep_runs),
+        results=PLAN.results_input(),
     output:
         pdf=report(PLAN.path("figures/fig_sweep_{experiment}.pdf"), category="Sweeps"),
         png=PLAN.path("figures/fig_sweep_{experiment}.png"),
         csv=PLAN.path("paper_tables/sweep_{experiment}.csv"),
         md=PLAN.path("paper_tables/sweep_{experiment}.md"),
-    params:
-        runs=PLAN.sweep_runs,
-        results=PLAN.from_results(),
     log:
         PLAN.log("sweeps/{experiment}"),
     benchmark:
@@ -123,7 +115,7 @@ rule sweep:
     conda:
         ENV
     shell:
-        pinned("rfl sweep {input.spec} {output.pdf} {output.csv} {params.runs} {params.results} > {log} 2>&1")
+        pinned("rfl sweep {input.spec} {output.pdf} {output.csv} {input.runs} > {log} 2>&1")
 
 
 rule lsa:
@@ -131,14 +123,12 @@ rule lsa:
     input:
         spec=PLAN.spec("tables/lsa"),
         runs=PLAN.run_inputs(PLAN.lsa_runs()),
+        results=PLAN.results_input(),
     output:
         pdf=[report(f, category="Federated TD(0) / LSA") for f in PLAN.lsa_figures("pdf")],
         png=PLAN.lsa_figures("png"),
         csv=PLAN.path("paper_tables/fedlsa_bias.csv"),
         md=PLAN.path("paper_tables/fedlsa_bias.md"),
-    params:
-        runs=PLAN.lsa_runs(),
-        results=PLAN.from_results(),
     log:
         PLAN.log("lsa"),
     benchmark:
@@ -149,7 +139,7 @@ rule lsa:
     conda:
         ENV
     shell:
-        pinned("rfl lsa {input.spec} {output.csv} {params.runs} --figures {output.pdf} {params.results} > {log} 2>&1")
+        pinned("rfl lsa {input.spec} {output.csv} {input.runs} --figures {output.pdf} > {log} 2>&1")
 
 
 # the runs' table, unless the runs come from one (config results)
@@ -186,6 +176,7 @@ rule reproduction:
     input:
         spec=PLAN.spec("tables/reproduction"),
         runs=PLAN.run_inputs(PLAN.all_run_tables()),
+        results=PLAN.results_input(),
         tables=PLAN.report_inputs(),
     output:
         md=PLAN.path("paper_tables/REPRODUCTION.md"),
@@ -193,8 +184,6 @@ rule reproduction:
         claims=PLAN.path("paper_tables/claims.json"),
         pages=[report(path, category=category, subcategory=subcategory, labels=labels)
                for path, category, subcategory, labels in PLAN.claim_pages()],
-    params:
-        results=PLAN.from_results(),
     log:
         PLAN.log("reproduction"),
     benchmark:
@@ -205,7 +194,7 @@ rule reproduction:
     conda:
         ENV
     shell:
-        pinned("rfl reproduction {input.spec} {output.md} {params.results} > {log} 2>&1")
+        pinned("rfl reproduction {input.spec} {output.md} > {log} 2>&1")
 
 
 rule performance:
