@@ -12,7 +12,8 @@
 #   rules/common.smk      config checks, the Plan (rfl/workflow.py), specs, constraints
 #   rules/data.smk        school_raw, anchors_raw, data (with its reference optimum)
 #   rules/runs.smk        run_<experiment>: the runs of one experiment per job
-#   rules/reporting.smk   figure, table1, table2, heterogeneity, lsa, reproduction, performance
+#   rules/reporting.smk   figure, table1, table2, heterogeneity, lsa, results, reproduction,
+#                         performance
 #   rules/bench.smk       a config with `bench:` (rfl bench): data, step grid, reported seeds,
 #                         leaderboard
 # Every job logs its stdout and stderr (the last line: its CPU seconds) to OUT/logs/<job>.log and

@@ -39,6 +39,16 @@
               --tables T... --metas M...        a benchmark problem's reported runs at the steps
                                                 its tuning runs chose
     rfl leaderboard SPEC OUT.csv RUN.csv...     the leaderboard (csv, md, html) and profiles
+    rfl results OUT.parquet RUN.csv...          the results table of the runs: one row per run
+                                                and round (rfl/results.py), CSV beside it
+    rfl merge A.parquet B.parquet... -o OUT.parquet
+                                                results tables of several machines joined, each
+                                                run once; two results for one spec refused
+    rfl compare A B [-o OUT.md]                 what changed between two result sets, per claim
+                                                (claims.json) and leaderboard cell
+The steps that read run tables (figure, table2, heterogeneity, sweep, lsa, reproduction) take
+``--results TABLE.parquet``: the runs are then read from that results table (a merged one)
+instead of their files, which need not exist.
 
 ``rfl --help`` lists the commands a user runs; the steps only the rules call (``INTERNAL``)
 are left out of it and keep their own ``--help``.
@@ -51,6 +61,7 @@ cannot be loaded (``rfl.registry.RegistryError``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -82,6 +93,13 @@ def _npz(path: str) -> Path:
     if not zipfile.is_zipfile(p):
         raise argparse.ArgumentTypeError(f"not an .npz archive: {path}")
     return p
+
+
+def _run_name(path: str) -> Path:
+    """A run table's name (RUN.csv), read from a results table (``--results``): no file needed."""
+    if not path.endswith(".csv"):
+        raise argparse.ArgumentTypeError(f"not a run table (.csv): {path}")
+    return Path(path)
 
 
 def _run_table(path: str) -> Path:
@@ -180,7 +198,9 @@ def read_spec(path, command: str) -> dict:
 #: the subcommands only the workflow's rules (rules/*.smk) call: callable, but not listed by
 #: ``rfl --help`` (each still has its own ``rfl <command> --help``)
 INTERNAL = ("data", "runs", "fetch-school", "fetch-source", "table1", "table2", "heterogeneity", "sweep",
-            "lsa", "reproduction", "performance", "bench-runs", "leaderboard")
+            "lsa", "reproduction", "performance", "results", "bench-runs", "leaderboard")
+#: the steps that read run tables, and so take ``--results TABLE`` (read the runs from it)
+READS_RUNS = ("figure", "table2", "heterogeneity", "sweep", "lsa", "reproduction")
 
 
 class _Version(argparse.Action):
@@ -199,7 +219,10 @@ class _Version(argparse.Action):
         parser.exit(0)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(from_results: bool = False) -> argparse.ArgumentParser:
+    """rfl's parser; ``from_results``: the command line gives ``--results``, so run tables are
+    names in that results table and need no file."""
+    run_table = _run_name if from_results else _run_table
     parser = _Parser(prog="rfl", description="Riemannian federated learning benchmark steps. "
                      "The workflow's own steps (rules/*.smk) are not listed: "
                      f"{', '.join(INTERNAL)} (rfl <step> --help describes each).")
@@ -260,7 +283,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("spec", type=_existing, help="the figure's spec (JSON), "
                    "results/specs/figures/<figure>.json")
     p.add_argument("out_pdf", help="the figure written (.pdf, and .png beside it)")
-    p.add_argument("runs", nargs="+", type=_run_table, help="run tables (.csv, .meta.json beside)")
+    p.add_argument("runs", nargs="*", type=run_table, help="run tables (.csv, .meta.json beside; "
+                   "none: the spec's, from its results table)")
     p = command("fetch-school", "fetch and verify ILEA567.DAT")
     p.add_argument("spec", type=_existing, help=spec_help)
     p.add_argument("out", help="where ILEA567.DAT is stored")
@@ -273,21 +297,21 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("table2", "write Table 2")
     p.add_argument("spec", type=_existing, help=spec_help)
     p.add_argument("out_csv", help="the table written (.csv, with .md and .tex beside)")
-    p.add_argument("runs", nargs="*", type=_run_table, help="run tables (.csv, .meta.json beside)")
+    p.add_argument("runs", nargs="*", type=run_table, help="run tables (.csv, .meta.json beside)")
     p = command("heterogeneity", "write the heterogeneity figure and table")
     p.add_argument("spec", type=_existing, help=spec_help)
     p.add_argument("out_pdf", help="the figure written (.pdf, and .png beside it)")
     p.add_argument("out_csv", help="the table written (.csv, with .md beside)")
-    p.add_argument("runs", nargs="*", type=_run_table, help="run tables (.csv, .meta.json beside)")
+    p.add_argument("runs", nargs="*", type=run_table, help="run tables (.csv, .meta.json beside)")
     p = command("sweep", "write a sweep's figure and table of final values")
     p.add_argument("spec", type=_existing, help=spec_help)
     p.add_argument("out_pdf", help="the figure written (.pdf, and .png beside it)")
     p.add_argument("out_csv", help="the table written (.csv, with .md beside)")
-    p.add_argument("runs", nargs="*", type=_run_table, help="run tables (.csv, .meta.json beside)")
+    p.add_argument("runs", nargs="*", type=run_table, help="run tables (.csv, .meta.json beside)")
     p = command("lsa", "write the FedLSA/SCAFFLSA figures and bias table")
     p.add_argument("spec", type=_existing, help=spec_help)
     p.add_argument("out_csv", help="the bias table written (.csv, with .md beside)")
-    p.add_argument("runs", nargs="*", type=_run_table, help="run tables (.csv, .meta.json beside)")
+    p.add_argument("runs", nargs="*", type=run_table, help="run tables (.csv, .meta.json beside)")
     p.add_argument("--figures", nargs="+", required=True, metavar="FIG.pdf",
                    help="one PDF per setting of the spec, in the spec's order (PNG beside each)")
     p = command("reproduction", "write the reproduction report, claims.json and the claim pages")
@@ -308,6 +332,27 @@ def build_parser() -> argparse.ArgumentParser:
                         "(benchmarks/performance.csv, benchmarks/asv-result.json)")
     p.add_argument("--check", action="store_true",
                    help="with --readme: exit 1 if the README's table differs, writing nothing")
+    p = command("results", "write the results table of the runs (Parquet, CSV beside)")
+    p.add_argument("out_parquet", help="the table written (.parquet, with .csv beside)")
+    p.add_argument("runs", nargs="+", type=run_table, help="run tables (.csv, .meta.json beside)")
+    p = command("merge", "join results tables of several machines, each run once; two different "
+                "results for one spec are refused")
+    p.add_argument("tables", nargs="+", type=_existing, metavar="TABLE",
+                   help="results tables (.parquet or .csv) that rfl results or rfl merge wrote")
+    p.add_argument("-o", "--output", dest="out_parquet", required=True, metavar="OUT.parquet",
+                   help="the merged table written (.parquet, with .csv beside)")
+    p = command("compare", "what changed between two result sets: per claim and per leaderboard "
+                "cell")
+    p.add_argument("a", type=_existing_any, metavar="A",
+                   help="a claims.json, or a directory holding claims.json (and the leaderboard)")
+    p.add_argument("b", type=_existing_any, metavar="B", help="the same of the other result set")
+    p.add_argument("-o", "--output", dest="out_md", default=None, metavar="OUT.md",
+                   help="write the comparison here (Markdown) instead of printing it")
+    for name in READS_RUNS:
+        sub.choices[name].add_argument(
+            "--results", type=_existing, default=None, metavar="TABLE.parquet",
+            help="read the runs from this results table (rfl results, rfl merge) instead of "
+                 "their files; a run table RUN.csv is the table's run of its experiment and id")
     p = command("bench-table", "the README's leaderboard (the summary of a default rfl bench)")
     p.add_argument("leaderboard_md", type=_existing, help="leaderboard.md of rfl bench --size default")
     p.add_argument("--readme", type=_existing, metavar="README.md",
@@ -339,6 +384,33 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("runs", nargs="*", type=_run_table, help="run tables (.csv, .meta.json beside)")
     sub.metavar = "{" + ",".join(n for n in sub.choices if n not in INTERNAL) + "}"
     return parser
+
+
+def _results_path(spec_path, value) -> Path:
+    """The results table of ``--results`` (a path) or of a spec's key ``results``, checked to
+    be a file."""
+    if isinstance(value, Path):
+        return value
+    if not isinstance(value, str) or not Path(value).is_file():
+        raise SpecError(f"{spec_path}: key 'results' must name a results table file, got "
+                        f"{json.dumps(value)[:60]}")
+    return Path(value)
+
+
+def _spec_runs(spec_path, spec: dict) -> list[Path]:
+    """The run tables a spec with a results table names (key ``runs``: a list of RUN.csv)."""
+    runs = spec.get("runs")
+    if not isinstance(runs, list) or not all(isinstance(r, str) and r.endswith(".csv") for r in runs):
+        raise SpecError(f"{spec_path}: with key 'results', key 'runs' must be a list of run "
+                        f"tables (RUN.csv), got {json.dumps(runs)[:60]}")
+    return [Path(r) for r in runs]
+
+
+def _existing_any(path: str) -> Path:
+    p = Path(path)
+    if not p.exists():
+        raise argparse.ArgumentTypeError(f"no such file or directory: {path}")
+    return p
 
 
 def _registries():
@@ -400,7 +472,7 @@ def _unknown_options(parser: argparse.ArgumentParser, argv: list[str]) -> str | 
 _OUTPUT_NAMES = {
     "out": ".npz", "reference": ".npz", "out_table": ".csv", "tables": ".csv",
     "out_meta": ".json", "metas": ".json", "out_pdf": ".pdf", "figures": ".pdf",
-    "out_csv": ".csv", "out_md": ".md",
+    "out_csv": ".csv", "out_md": ".md", "out_parquet": ".parquet",
 }
 _OUTPUT_NAMES_BY_COMMAND = {("fetch-school", "out"): "ILEA567.DAT", ("fetch-source", "out"): None}
 
@@ -416,6 +488,8 @@ _OUTPUTS = {
     "lsa": (("out_csv", "figures"), (".png", ".md")), "reproduction": (("out_md",), (".html",)),
     "performance": (("out_csv",), (".md",)),
     "bench-runs": (("tables", "metas"), ()), "leaderboard": (("out_csv",), (".md", ".html")),
+    "results": (("out_parquet",), (".csv",)), "merge": (("out_parquet",), (".csv",)),
+    "compare": (("out_md",), ()),
 }
 
 
@@ -508,9 +582,11 @@ def _input_errors() -> tuple:
     installed plug-in that fails to load)."""
     from rfl.config import ConfigError
     from rfl.io import RunTableError, YAMLError
-    from rfl.bench.plan import BenchError
     from rfl.registry import RegistryError
-    return ConfigError, RunTableError, YAMLError, RegistryError, BenchError
+    from rfl.results import ResultsError
+    from rfl.reporting.compare import CompareError
+    from rfl.bench.plan import BenchError
+    return ConfigError, RunTableError, YAMLError, RegistryError, ResultsError, CompareError, BenchError
 
 
 def _data_errors() -> tuple:
@@ -520,7 +596,8 @@ def _data_errors() -> tuple:
 
 
 def _main(argv: list[str]) -> int:
-    parser = build_parser()
+    parser = build_parser(from_results=any(a == "--results" or a.startswith("--results=")
+                                           for a in argv))
     bad = _unknown_options(parser, argv)
     if bad is not None and bad not in ("-h", "--help"):
         parser.error(f"unrecognized arguments: {bad}")
@@ -546,211 +623,242 @@ def _main(argv: list[str]) -> int:
     # evaluates an except clause's tuple then): importing rfl.config (jsonschema, yaml) and
     # rfl.data.school up front would cost every job that needs neither.
     try:
-        if args.command in ("runs", "bench-runs"):   # every spec checked before any run starts
-            specs = [read_spec(path, "run") for path in args.specs]
-        spec = None if args.command in ("validate", "list", "runs", "perf-table", "bench-table", "bench",
-                                            "bench-runs") or (
-            args.command == "flower" and args.config) else read_spec(
-            args.spec, "run" if args.command == "flower" else args.command)
-        if args.command in ("table2", "heterogeneity", "lsa", "sweep") and not args.runs:
-            raise SpecError(f"{args.command}: no run table given; allowed: the run tables "
-                            f"(RUN.csv, with RUN.meta.json beside) of the experiments of {args.spec}")
-        if args.command == "validate":
-            import yaml
+        with contextlib.ExitStack() as stack:
+            if args.command in ("runs", "bench-runs"):   # every spec checked before any run starts
+                specs = [read_spec(path, "run") for path in args.specs]
+            spec = None if args.command in ("validate", "list", "runs", "perf-table", "results", "merge",
+                                            "bench-table", "bench", "bench-runs",
+                                            "compare") or (
+                args.command == "flower" and args.config) else read_spec(
+                args.spec, "run" if args.command == "flower" else args.command)
+            if args.command in READS_RUNS:       # the runs from a results table: --results, or
+                results = args.results or spec.get("results")   # the spec's (config results)
+                if results is not None:
+                    from rfl import io as _io
+                    from rfl.results import ResultsSource
+                    stack.enter_context(_io.run_source(ResultsSource(_results_path(args.spec, results))))
+                    if args.command != "reproduction" and not args.runs:
+                        args.runs = _spec_runs(args.spec, spec)
+            if args.command in ("figure", "table2", "heterogeneity", "lsa", "sweep") and not args.runs:
+                raise SpecError(f"{args.command}: no run table given; allowed: the run tables "
+                                f"(RUN.csv, with RUN.meta.json beside) of the experiments of {args.spec}")
+            if args.command == "validate":
+                import yaml
 
-            from rfl import config
-            try:
-                config.load(args.config)
-            except yaml.YAMLError as exc:
-                mark = getattr(exc, "problem_mark", None)
-                where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-                problem = getattr(exc, "problem", None) or type(exc).__name__
-                raise config.ConfigError(f"{args.config}: not valid YAML ({problem}{where})") from None
-            except UnicodeDecodeError:
-                raise config.ConfigError(f"{args.config}: not valid YAML (not UTF-8 text)") from None
-            print(f"{args.config}: valid")
-        elif args.command == "list":
-            registries = _registries()
-            if args.kind is not None:
-                found = _registry_for(args.kind)
-                if found is None:
-                    parser.error(f"list: {args.kind!r} is not a kind of component; allowed: "
-                                 f"{', '.join(w for r in registries for w in r.words)}")
-                registries = [found]
-            print(list_components(registries), end="")
-        elif args.command == "data":
-            from rfl.registry import PROBLEMS
-            from rfl.runner import generate_data
-            raw = PROBLEMS[spec["problem"]].raw_inputs_for(spec.get("params"))
-            if len(args.inputs) != len(raw):
-                raise SpecError(f"{args.spec}: problem {spec['problem']!r} reads "
-                                f"{len(raw)} raw file(s) ({', '.join(raw) or 'none'}), got "
-                                f"{len(args.inputs)}; pass them after OUT.npz, in that order")
-            _work_starts()
-            generate_data(spec, args.out, args.inputs)
-            if args.reference is not None:
+                from rfl import config
+                try:
+                    config.load(args.config)
+                except yaml.YAMLError as exc:
+                    mark = getattr(exc, "problem_mark", None)
+                    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+                    problem = getattr(exc, "problem", None) or type(exc).__name__
+                    raise config.ConfigError(f"{args.config}: not valid YAML ({problem}{where})") from None
+                except UnicodeDecodeError:
+                    raise config.ConfigError(f"{args.config}: not valid YAML (not UTF-8 text)") from None
+                print(f"{args.config}: valid")
+            elif args.command == "list":
+                registries = _registries()
+                if args.kind is not None:
+                    found = _registry_for(args.kind)
+                    if found is None:
+                        parser.error(f"list: {args.kind!r} is not a kind of component; allowed: "
+                                     f"{', '.join(w for r in registries for w in r.words)}")
+                    registries = [found]
+                print(list_components(registries), end="")
+            elif args.command == "data":
+                from rfl.registry import PROBLEMS
+                from rfl.runner import generate_data
+                raw = PROBLEMS[spec["problem"]].raw_inputs_for(spec.get("params"))
+                if len(args.inputs) != len(raw):
+                    raise SpecError(f"{args.spec}: problem {spec['problem']!r} reads "
+                                    f"{len(raw)} raw file(s) ({', '.join(raw) or 'none'}), got "
+                                    f"{len(args.inputs)}; pass them after OUT.npz, in that order")
+                _work_starts()
+                generate_data(spec, args.out, args.inputs)
+                if args.reference is not None:
+                    from rfl.runner import compute_reference
+                    compute_reference(spec, args.out, args.reference)
+            elif args.command == "reference":
                 from rfl.runner import compute_reference
-                compute_reference(spec, args.out, args.reference)
-        elif args.command == "reference":
-            from rfl.runner import compute_reference
-            _work_starts()
-            compute_reference(spec, args.data, args.out)
-        elif args.command == "run":
-            from rfl.runner import run
-            _work_starts()
-            run(spec, args.data, args.reference, args.out_table, args.out_meta)
-        elif args.command == "flower":
-            try:
-                from rfl.flower.server import STRATEGIES, run_flower
-            except ImportError as exc:
-                from rfl.flower import MISSING
-                print(f"rfl: error: {MISSING} ({exc})", file=sys.stderr)
-                return 1
-            if spec is not None:
-                if spec["algorithm"]["name"] not in STRATEGIES:
-                    raise SpecError(f"{args.spec}: algorithm {spec['algorithm']['name']!r} has no "
-                                    f"Flower strategy; allowed: {', '.join(STRATEGIES)}")
-                run_flower(spec, args.data, args.reference, args.out_table, args.out_meta,
-                           num_cpus=args.num_cpus)
-            else:
-                from rfl.flower.server import experiment_jobs, run_flower_jobs
-                run_flower_jobs(experiment_jobs(args.config, args.experiment, args.out_dir),
-                                num_cpus=args.num_cpus)
-        elif args.command == "runs":
-            from rfl.runner import run_setting
-            _work_starts()
-            run_setting(zip(specs, args.data, args.references, args.tables, args.metas))
-        elif args.command == "figure":
-            from rfl.reporting.bias_sweep import sweep_figure
-            from rfl.reporting.figures import experiment_figure
-            _work_starts()
-            (sweep_figure if spec.get("sweep") else experiment_figure)(spec, args.runs, args.out_pdf)
-        elif args.command == "fetch-school":
-            import pooch
-
-            from rfl.data.school import fetch_ilea
-            pooch.get_logger().setLevel("WARNING")   # the error line, not a progress line
-            out = Path(args.out)
-            _work_starts()
-            fetch_ilea(out.parent, mirror=spec.get("mirror"))   # OUT is DIR/ILEA567.DAT
-        elif args.command == "fetch-source":
-            import pooch
-
-            from rfl.data.sources import SOURCES, fetch
-            out = Path(args.out).as_posix()
-            names = [n for n, s in SOURCES.items() if out == s.subpath or out.endswith("/" + s.subpath)]
-            if not names:
-                raise SpecError(f"fetch-source: {args.out} is no pinned source's path; allowed: "
-                                f"<cache>/ followed by one of "
-                                f"{', '.join(s.subpath for s in SOURCES.values())}")
-            pooch.get_logger().setLevel("WARNING")
-            fetch(names[0], args.out, mirror=spec.get("mirror"))
-        elif args.command == "table1":
-            from rfl.reporting.tables import table1
-            _work_starts()
-            table1(spec, args.out_csv)
-        elif args.command == "table2":
-            from rfl.io import read_run_table
-            from rfl.reporting.tables import table2
-            _work_starts()
-            for path in args.runs:                           # every input checked first
-                read_run_table(path)
-            table2(spec, args.out_csv, args.runs)
-        elif args.command == "heterogeneity":
-            from rfl.reporting.heterogeneity import heterogeneity
-            _work_starts()
-            heterogeneity(spec, args.out_pdf, args.out_csv, args.runs)
-        elif args.command == "sweep":
-            from rfl.io import read_run_table
-            from rfl.reporting.sweep import write_sweep
-            _work_starts()
-            for path in args.runs:                           # every input checked first
-                read_run_table(path)
-            write_sweep(spec, args.out_pdf, args.out_csv, args.runs)
-        elif args.command == "lsa":
-            from rfl.reporting.lsa import lsa_study
-            if len(args.figures) != len(spec["settings"]):
-                raise SpecError(f"{args.spec}: {len(spec['settings'])} setting(s) "
-                                f"{spec['settings']}, but {len(args.figures)} figure(s) after --figures")
-            _work_starts()
-            lsa_study(spec, args.out_csv, args.figures, args.runs)
-        elif args.command == "reproduction":
-            from rfl.io import read_run_table
-            from rfl.reporting.reproduction import write_report
-            _work_starts()
-            for experiment, paths in spec["runs"].items():   # every input checked first
-                if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
-                    raise SpecError(f"{args.spec}: key 'runs.{experiment}' must be a list of "
-                                    f"run table paths")
-                for path in paths:
-                    read_run_table(path)
-            write_report(spec, args.out_md)
-            from rfl.reporting.claim_pages import write_pages
-            from rfl.reporting.order import restore
-            from rfl.reporting.triage import write_landing
-            config = restore(spec)
-            write_pages(config, args.out_md)
-            write_landing(config, args.out_md)
-        elif args.command == "performance":
-            from rfl.reporting.performance import PerfInputError, write_performance
-            _work_starts()
-            try:
-                write_performance(spec, args.out_csv, args.benchmarks or None)
-            except (PerfInputError, ValueError) as exc:
-                raise SpecError(str(exc)) from None
-        elif args.command == "bench":
-            from rfl.bench.execute import run_plan
-            from rfl.bench.plan import BenchPlan
-            plan = BenchPlan(args.methods, args.problems, args.size, args.out, args.baselines)
-            _work_starts()
-            import yaml
-
-            from rfl.io import atomic_path
-            with atomic_path(plan.path("bench.yaml")) as tmp:
-                tmp.write_text("# the Snakemake config of this benchmark: snakemake --cores 2 "
-                               f"{plan.path('leaderboard/leaderboard.html')} --configfile "
-                               f"{plan.path('bench.yaml')}\n" + yaml.safe_dump(plan.config(), sort_keys=False))
-            files = run_plan(plan, log=lambda line: print(line, file=sys.stderr))
-            for f in files:
-                print(f)
-        elif args.command == "bench-runs":
-            from rfl.bench.execute import bench_runs
-            _work_starts()
-            bench_runs(specs, args.data, args.references, args.tables, args.metas, args.tuning, args.steps)
-        elif args.command == "leaderboard":
-            from rfl.bench.leaderboard import write_leaderboard
-            _work_starts()
-            write_leaderboard(spec, args.out_csv, args.runs)
-        elif args.command == "bench-table":
-            from rfl.bench.leaderboard import README_MARKERS, readme_table
-            from rfl.reporting import performance
-            try:
-                table = readme_table(Path(args.leaderboard_md).read_text(encoding="utf-8"))
-                if args.readme is None:
-                    print(table, end="")
-                elif performance.update_readme(args.readme, table, check=args.check, markers=README_MARKERS):
-                    if args.check:
-                        print(f"{args.readme}: the leaderboard differs from {args.leaderboard_md}; "
-                              f"regenerate it with rfl bench-table", file=sys.stderr)
-                        return 1
-            except (ValueError, performance.PerfInputError) as exc:
-                raise SpecError(f"{args.leaderboard_md}: {exc}" if isinstance(exc, ValueError) else str(exc)) from None
-        elif args.command == "perf-table":
-            from rfl.reporting import performance
-            try:
-                table = performance.perf_table(args.perf_csv, args.asv)
-                if args.readme is None:
-                    print(table, end="")
-                elif args.check:
-                    if performance.update_readme(args.readme, table, check=True):
-                        print(f"{args.readme}: the performance table differs from the generated "
-                              f"one; regenerate it with rfl perf-table", file=sys.stderr)
-                        return 1
+                _work_starts()
+                compute_reference(spec, args.data, args.out)
+            elif args.command == "run":
+                from rfl.runner import run
+                _work_starts()
+                run(spec, args.data, args.reference, args.out_table, args.out_meta)
+            elif args.command == "flower":
+                try:
+                    from rfl.flower.server import STRATEGIES, run_flower
+                except ImportError as exc:
+                    from rfl.flower import MISSING
+                    print(f"rfl: error: {MISSING} ({exc})", file=sys.stderr)
+                    return 1
+                if spec is not None:
+                    if spec["algorithm"]["name"] not in STRATEGIES:
+                        raise SpecError(f"{args.spec}: algorithm {spec['algorithm']['name']!r} has no "
+                                        f"Flower strategy; allowed: {', '.join(STRATEGIES)}")
+                    run_flower(spec, args.data, args.reference, args.out_table, args.out_meta,
+                               num_cpus=args.num_cpus)
                 else:
-                    performance.update_readme(args.readme, table)
-                    performance.keep_readme_inputs(args.readme, args.perf_csv, args.asv)
-            except performance.PerfInputError as exc:
-                raise SpecError(str(exc)) from None
+                    from rfl.flower.server import experiment_jobs, run_flower_jobs
+                    run_flower_jobs(experiment_jobs(args.config, args.experiment, args.out_dir),
+                                    num_cpus=args.num_cpus)
+            elif args.command == "runs":
+                from rfl.runner import run_setting
+                _work_starts()
+                run_setting(zip(specs, args.data, args.references, args.tables, args.metas))
+            elif args.command == "figure":
+                from rfl.reporting.bias_sweep import sweep_figure
+                from rfl.reporting.figures import experiment_figure
+                _work_starts()
+                (sweep_figure if spec.get("sweep") else experiment_figure)(spec, args.runs, args.out_pdf)
+            elif args.command == "fetch-school":
+                import pooch
+
+                from rfl.data.school import fetch_ilea
+                pooch.get_logger().setLevel("WARNING")   # the error line, not a progress line
+                out = Path(args.out)
+                _work_starts()
+                fetch_ilea(out.parent, mirror=spec.get("mirror"))   # OUT is DIR/ILEA567.DAT
+            elif args.command == "fetch-source":
+                import pooch
+
+                from rfl.data.sources import SOURCES, fetch
+                out = Path(args.out).as_posix()
+                names = [n for n, s in SOURCES.items() if out == s.subpath or out.endswith("/" + s.subpath)]
+                if not names:
+                    raise SpecError(f"fetch-source: {args.out} is no pinned source's path; allowed: "
+                                    f"<cache>/ followed by one of "
+                                    f"{', '.join(s.subpath for s in SOURCES.values())}")
+                pooch.get_logger().setLevel("WARNING")
+                fetch(names[0], args.out, mirror=spec.get("mirror"))
+            elif args.command == "table1":
+                from rfl.reporting.tables import table1
+                _work_starts()
+                table1(spec, args.out_csv)
+            elif args.command == "table2":
+                from rfl.io import read_run_table
+                from rfl.reporting.tables import table2
+                _work_starts()
+                for path in args.runs:                           # every input checked first
+                    read_run_table(path)
+                table2(spec, args.out_csv, args.runs)
+            elif args.command == "heterogeneity":
+                from rfl.reporting.heterogeneity import heterogeneity
+                _work_starts()
+                heterogeneity(spec, args.out_pdf, args.out_csv, args.runs)
+            elif args.command == "sweep":
+                from rfl.io import read_run_table
+                from rfl.reporting.sweep import write_sweep
+                _work_starts()
+                for path in args.runs:                           # every input checked first
+                    read_run_table(path)
+                write_sweep(spec, args.out_pdf, args.out_csv, args.runs)
+            elif args.command == "lsa":
+                from rfl.reporting.lsa import lsa_study
+                if len(args.figures) != len(spec["settings"]):
+                    raise SpecError(f"{args.spec}: {len(spec['settings'])} setting(s) "
+                                    f"{spec['settings']}, but {len(args.figures)} figure(s) after --figures")
+                _work_starts()
+                lsa_study(spec, args.out_csv, args.figures, args.runs)
+            elif args.command == "reproduction":
+                from rfl.io import read_run_table
+                from rfl.reporting.reproduction import write_report
+                _work_starts()
+                for experiment, paths in spec["runs"].items():   # every input checked first
+                    if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+                        raise SpecError(f"{args.spec}: key 'runs.{experiment}' must be a list of "
+                                        f"run table paths")
+                    for path in paths:
+                        read_run_table(path)
+                write_report(spec, args.out_md)
+                from rfl.reporting.claim_pages import write_pages
+                from rfl.reporting.order import restore
+                from rfl.reporting.triage import write_landing
+                config = restore(spec)
+                write_pages(config, args.out_md)
+                write_landing(config, args.out_md)
+            elif args.command == "performance":
+                from rfl.reporting.performance import PerfInputError, write_performance
+                _work_starts()
+                try:
+                    write_performance(spec, args.out_csv, args.benchmarks or None)
+                except (PerfInputError, ValueError) as exc:
+                    raise SpecError(str(exc)) from None
+            elif args.command == "results":
+                from rfl.results import results_of, write_results
+                _work_starts()
+                write_results(results_of(args.runs), args.out_parquet)
+            elif args.command == "merge":
+                from rfl.results import merge, write_results
+                _work_starts()
+                df, counts = merge(args.tables)
+                write_results(df, args.out_parquet)
+                print(f"rfl merge: {counts['runs']} runs ("
+                      + ", ".join(f"{n} from {p}" for p, n in counts["from"].items())
+                      + f"; {counts['duplicates']} identical duplicate(s) kept once) -> {args.out_parquet}")
+            elif args.command == "compare":
+                from rfl.reporting.compare import compare
+                text = compare(args.a, args.b)
+                if args.out_md is None:
+                    print(text, end="")
+                else:
+                    from rfl import io
+                    with io.atomic_path(args.out_md) as tmp:
+                        tmp.write_text(text)
+            elif args.command == "bench":
+                from rfl.bench.execute import run_plan
+                from rfl.bench.plan import BenchPlan
+                plan = BenchPlan(args.methods, args.problems, args.size, args.out, args.baselines)
+                _work_starts()
+                import yaml
+
+                from rfl.io import atomic_path
+                with atomic_path(plan.path("bench.yaml")) as tmp:
+                    tmp.write_text("# the Snakemake config of this benchmark: snakemake --cores 2 "
+                                   f"{plan.path('leaderboard/leaderboard.html')} --configfile "
+                                   f"{plan.path('bench.yaml')}\n" + yaml.safe_dump(plan.config(), sort_keys=False))
+                files = run_plan(plan, log=lambda line: print(line, file=sys.stderr))
+                for f in files:
+                    print(f)
+            elif args.command == "bench-runs":
+                from rfl.bench.execute import bench_runs
+                _work_starts()
+                bench_runs(specs, args.data, args.references, args.tables, args.metas, args.tuning, args.steps)
+            elif args.command == "leaderboard":
+                from rfl.bench.leaderboard import write_leaderboard
+                _work_starts()
+                write_leaderboard(spec, args.out_csv, args.runs)
+            elif args.command == "bench-table":
+                from rfl.bench.leaderboard import README_MARKERS, readme_table
+                from rfl.reporting import performance
+                try:
+                    table = readme_table(Path(args.leaderboard_md).read_text(encoding="utf-8"))
+                    if args.readme is None:
+                        print(table, end="")
+                    elif performance.update_readme(args.readme, table, check=args.check, markers=README_MARKERS):
+                        if args.check:
+                            print(f"{args.readme}: the leaderboard differs from {args.leaderboard_md}; "
+                                  f"regenerate it with rfl bench-table", file=sys.stderr)
+                            return 1
+                except (ValueError, performance.PerfInputError) as exc:
+                    raise SpecError(f"{args.leaderboard_md}: {exc}" if isinstance(exc, ValueError) else str(exc)) from None
+            elif args.command == "perf-table":
+                from rfl.reporting import performance
+                try:
+                    table = performance.perf_table(args.perf_csv, args.asv)
+                    if args.readme is None:
+                        print(table, end="")
+                    elif args.check:
+                        if performance.update_readme(args.readme, table, check=True):
+                            print(f"{args.readme}: the performance table differs from the generated "
+                                  f"one; regenerate it with rfl perf-table", file=sys.stderr)
+                            return 1
+                    else:
+                        performance.update_readme(args.readme, table)
+                        performance.keep_readme_inputs(args.readme, args.perf_csv, args.asv)
+                except performance.PerfInputError as exc:
+                    raise SpecError(str(exc)) from None
     except (SpecError, *_input_errors()) as exc:
         print(f"rfl: error: {exc}", file=sys.stderr)
         return 2

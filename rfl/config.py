@@ -765,6 +765,10 @@ def _path_errors(config: dict) -> list[str]:
         why = _path_error(key, value)
         if why:
             msgs.append(why)
+    table = config.get("results")
+    if isinstance(table, str) and not os.path.isfile(table):
+        msgs.append(f"config key results: {table!r} is no file; allowed: a results table that "
+                    f"rfl results or rfl merge wrote (.parquet or .csv), or null")
     return msgs
 
 

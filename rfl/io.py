@@ -242,6 +242,12 @@ def read_run_meta(path) -> dict:
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         why = f"{exc.msg} at line {exc.lineno}" if isinstance(exc, json.JSONDecodeError) else "not UTF-8"
         raise RunTableError(f"{path}: run metadata is not valid JSON ({why}); rerun the run") from None
+    return check_run_meta(meta, path)
+
+
+def check_run_meta(meta, path) -> dict:
+    """``meta``, a run's metadata record, checked for the keys its readers use (``path``: where
+    it was read, named in the RunTableError)."""
     if not isinstance(meta, dict):
         raise RunTableError(f"{path}: run metadata must be a JSON object, got {type(meta).__name__}")
     for keys, obj, prefix in ((_META_KEYS, meta, ""), (_META_SPEC_KEYS, meta.get("spec"), "spec.")):
@@ -281,7 +287,7 @@ def check_sampler_versions(tables) -> None:
     message names the files of each version and how to recover."""
     by_version: dict[int, list[str]] = {}
     for path in tables:
-        meta = read_run_meta(run_meta_path(path))
+        meta = run_meta(path)
         by_version.setdefault(sampler_version(meta), []).append(str(path))
     if len(by_version) <= 1:
         return
@@ -293,25 +299,66 @@ def check_sampler_versions(tables) -> None:
                         f"the workflow so that every run uses the current sampler")
 
 
+class RunFiles:
+    """Where runs are read from by default: run table ``X.csv`` and its metadata ``X.meta.json``
+    (``rfl.runner.run`` writes them). Another source (``rfl.results.ResultsSource``: the runs
+    of a results table) has the same two methods; ``run_source`` makes one the current."""
+
+    def read(self, path) -> tuple[pd.DataFrame, dict]:
+        """(table, metadata) of the run table ``path``, unchecked."""
+        path = Path(path)
+        meta = read_run_meta(run_meta_path(path))
+        try:
+            table = pd.read_csv(path)
+        except FileNotFoundError:
+            raise RunTableError(f"{path}: no such run table") from None
+        except pd.errors.EmptyDataError:
+            raise RunTableError(f"{path}: the run table is empty; rerun the run") from None
+        except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
+            raise RunTableError(f"{path}: not a CSV run table ({' '.join(str(exc).split())[:120]})") from None
+        return table, meta
+
+    def meta(self, path) -> dict:
+        """The metadata of the run table ``path`` (checked: ``read_run_meta``)."""
+        return read_run_meta(run_meta_path(path))
+
+
+_SOURCE: list = [RunFiles()]
+
+
+@contextlib.contextmanager
+def run_source(source):
+    """Within the block, every reader of runs (``read_run_table``, ``run_meta``: the figures,
+    tables and claims) reads them from ``source`` (an object with ``read(path)`` and
+    ``meta(path)`` as ``RunFiles``), e.g. a merged results table instead of per-run files."""
+    _SOURCE.append(source)
+    try:
+        yield source
+    finally:
+        _SOURCE.pop()
+
+
+def run_meta(path) -> dict:
+    """The metadata of run table ``path`` from the current source (``run_source``)."""
+    return _SOURCE[-1].meta(path)
+
+
 def read_run_table(path) -> tuple[pd.DataFrame, dict]:
-    """A run table ``X.csv`` and its metadata ``X.meta.json``, both checked before any figure or
-    table uses them: the metadata (``read_run_meta``); the table's columns (those of
-    ``COLUMNS`` and the problem's metrics); rows t = 0..rounds_completed in order,
-    as many as the metadata says; each row's status ok or diverged, diverged only in the last
-    row and only when the metadata says diverged; a finite cost and excess_risk in every ok
-    row. Anything else raises RunTableError, one line naming the file and what is wrong."""
+    """A run table ``X.csv`` and its metadata, from the current source (``run_source``;
+    default the files ``X.csv`` and ``X.meta.json``), checked (``check_run_table``)."""
+    table, meta = _SOURCE[-1].read(path)
+    return check_run_table(table, meta, path)
+
+
+def check_run_table(table: pd.DataFrame, meta: dict, path) -> tuple[pd.DataFrame, dict]:
+    """A run table and its metadata, both checked before any figure or table uses them: the
+    metadata (``read_run_meta``); the table's columns (those of ``COLUMNS`` and the problem's
+    metrics); rows t = 0..rounds_completed in order, as many as the metadata says; each row's
+    status ok or diverged, diverged only in the last row and only when the metadata says
+    diverged; a finite cost and excess_risk in every ok row. Anything else raises
+    RunTableError, one line naming ``path`` (where the run was read) and what is wrong."""
     from rfl.registry import PROBLEMS
 
-    path = Path(path)
-    meta = read_run_meta(run_meta_path(path))
-    try:
-        table = pd.read_csv(path)
-    except FileNotFoundError:
-        raise RunTableError(f"{path}: no such run table") from None
-    except pd.errors.EmptyDataError:
-        raise RunTableError(f"{path}: the run table is empty; rerun the run") from None
-    except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
-        raise RunTableError(f"{path}: not a CSV run table ({' '.join(str(exc).split())[:120]})") from None
     problem = meta["spec"]["dataset"]["problem"]
     extra = list(PROBLEMS[problem].metrics) if problem in PROBLEMS else []
     missing = [c for c in COLUMNS + extra if c not in table.columns]

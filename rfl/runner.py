@@ -65,12 +65,22 @@ def git_commit() -> str:
         return "unknown"
 
 
+@functools.cache
+def machine() -> dict:
+    """The machine a run ran on: host name, operating system, processor architecture, CPUs
+    (the results table's ``env.machine.*`` columns, ``rfl.results``)."""
+    import os
+    return {"node": platform.node(), "system": platform.platform(), "arch": platform.machine(),
+            "cpus": os.cpu_count()}
+
+
 def _metadata(spec: dict, start: float, status: str, **extra) -> dict:
     return {
         "spec": spec,
         "seed": spec.get("seed"),
         "versions": versions(),
         "commit": git_commit(),
+        "machine": machine(),
         "start_time": _dt.datetime.fromtimestamp(start, _dt.timezone.utc).isoformat(),
         "duration_s": time.time() - start,
         "status": status,

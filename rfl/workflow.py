@@ -9,6 +9,7 @@ Output layout, under ``config["output_dir"]`` (OUT):
     results/specs/...            the resolved config, one JSON per job (written at parse time)
     results/data|reference/{dataset}/{instance}.npz
     results/runs/{experiment}/{run_id}.csv (+ .meta.json)
+    results/results.parquet (+ .csv)   every run in one table, a row per run and round
     figures/, paper_tables/      figures, tables, REPRODUCTION.md (+ .html, claims.json);
                                  a swept experiment's figures/fig_sweep_{experiment} and
                                  paper_tables/sweep_{experiment}.csv/.md (rfl/reporting/sweep.py)
@@ -191,6 +192,9 @@ class Plan:
         self.tables = config.get("tables", {})
         self.hetero = config.get("heterogeneity")
         self.lsa = config.get("lsa")
+        #: a results table the drawing steps read the runs from (config ``results``), or None:
+        #: then no rule needs a run file, so nothing is run (``run_inputs``, ``from_results``)
+        self.results_table = config.get("results")
         self.runs = {(r["experiment"], r["run_id"]): r for r in rflconfig.expand_runs(config)
                      if r["experiment"] not in self.skipped}
         #: the experiments with a sweep (rfl/sweeps.py): each gets a figure and table of its own
@@ -302,8 +306,39 @@ class Plan:
         """Everything the config asks for (rule all)."""
         return ([f for name in self.figures for f in self.figure_files(name)]
                 + self.report_inputs() + [f for e in self.swept for f in self.sweep_outputs(e)]
-                + self.reproduction_outputs()
-                + [p for p, *_ in self.claim_pages()] + self.performance_outputs())
+                + self.results_outputs() + self.reproduction_outputs()
+                + [p for p, *_ in self.claim_pages()]
+                + ([] if self.results_table else self.performance_outputs()))
+
+    def run_inputs(self, tables):
+        """The run tables a drawing step reads (``tables``: a list, or a function of the
+        wildcards), as its input: none with a results table (``results_table``: the step's spec
+        names them and the table, ``results_spec``), so that no run is made for it."""
+        if not callable(tables):
+            return [] if self.results_table else list(tables)
+        return lambda wildcards: [] if self.results_table else tables(wildcards)
+
+    def results_input(self) -> list[str]:
+        """The results table the drawing steps read the runs from, as their input (or none)."""
+        return [self.results_table] if self.results_table else []
+
+    def results_spec(self, runs) -> dict:
+        """What a drawing step's spec adds with a results table: the table and the run tables
+        (names in it) the step reads; nothing without one."""
+        return {"results": self.results_table, "runs": list(runs)} if self.results_table else {}
+
+    def results_outputs(self) -> list[str]:
+        """The results table of every run (rfl/results.py): Parquet, and CSV beside it (none
+        without runs, none when the runs come from a results table)."""
+        if not self.runs or self.results_table:
+            return []
+        return [self.path("results/results.parquet"), self.path("results/results.csv")]
+
+    def results_mem_mb(self) -> int:
+        """Memory of the results job: 500 MB and 4 kB per row of the table (a run's rounds + 1;
+        the config of config/config.yaml: ~550,000 rows, 1.4 GB measured)."""
+        rows = sum(spec["rounds"] + 1 for spec in self.runs.values())
+        return 500 + math.ceil(rows * 4e-3)
 
     def reproduction_outputs(self) -> list[str]:
         """REPRODUCTION.md, its HTML rendering, claims.json and the HTML report's landing page
@@ -352,7 +387,7 @@ class Plan:
         names += [t for t in ("table1", "table2") if t in self.tables]
         names += (["heterogeneity"] if self.hetero else []) + (["lsa"] if self.lsa else [])
         names += [f"sweeps/{e}" for e in self.swept]
-        return names + ["reproduction"]
+        return names + (["results"] if self.runs else []) + ["reproduction"]
 
     def job_benchmarks(self) -> list[str]:
         """The benchmark record of every job but the performance table's (its inputs)."""
@@ -372,7 +407,10 @@ class Plan:
 
     def figure_runs(self, wildcards) -> list[str]:
         """The run tables a figure reads: its experiment's, then its ``sweep``'s (those run)."""
-        fig = self.figures[wildcards.figure]
+        return self._figure_tables(wildcards.figure)
+
+    def _figure_tables(self, figure: str) -> list[str]:
+        fig = self.figures[figure]
         names = dict.fromkeys([fig["experiment"], *fig.get("sweep", [])])
         return [t for e in names if e not in self.skipped for t in self.run_tables(e)]
 
@@ -417,13 +455,13 @@ class Plan:
             return {"experiments": t2["experiments"], "paper": self.paper["table2"],
                     "protocols": t2.get("protocols", ["heldout", "refit_on_test"]),
                     "normalisations": t2.get("normalisations", ["pooled", "task_mean"]),
-                    "sensitivity": t2.get("sensitivity", [])}
+                    "sensitivity": t2.get("sensitivity", []), **self.results_spec(self.table2_runs())}
         if name == "heterogeneity":
             return {"experiments_by_name": {e: label for label, e in self.hetero["experiments"].items()},
-                    "tail": self.hetero["tail"]}
+                    "tail": self.hetero["tail"], **self.results_spec(self.hetero_runs())}
         if name == "lsa":
             return {"experiments": self.lsa["experiments"], "tail": self.lsa["tail"],
-                    "settings": self.lsa_settings}
+                    "settings": self.lsa_settings, **self.results_spec(self.lsa_runs())}
         if name == "performance":
             return {"benchmarks": self.path("results/benchmarks"), "logs": self.path("logs"),
                     "runs": self.path("results/runs"), "configfiles": self.configfiles}
@@ -432,6 +470,7 @@ class Plan:
                 "claim_order": list(self.config.get("claims", {})), "configfiles": self.configfiles,
                 "figure_order": list(self.figures), "source_order": list(self.config.get("sources", {})),
                 "skipped": self.skipped,
+                **({"results": self.results_table} if self.results_table else {}),
                 "runs": {e: self.run_tables(e) for e in self.experiments},
                 "tables": {"table1": self.path("paper_tables/table1_parameters.csv"),
                            "table2": self.path("paper_tables/table2_school_nmse.csv"),
@@ -445,7 +484,7 @@ class Plan:
         figs = [f for f in self.figures.values() if f["experiment"] == experiment]
         metrics = list(dict.fromkeys(m for f in figs for m in f.get("metrics", ["excess_risk"])))
         return {"experiment": experiment, "title": figs[0]["title"] if figs else f"Sweep: {experiment}",
-                "metrics": metrics or ["excess_risk"]}
+                "metrics": metrics or ["excess_risk"], **self.results_spec(self.run_tables(experiment))}
 
     def specs(self) -> dict[str, dict]:
         """Spec path -> content for every job of the config."""
@@ -455,7 +494,8 @@ class Plan:
         for (e, r), spec in self.runs.items():
             specs[self.spec(f"runs/{e}/{r}")] = spec
         for f, fig in self.figures.items():
-            specs[self.spec(f"figures/{f}")] = {"name": f, **fig}
+            specs[self.spec(f"figures/{f}")] = {"name": f, **fig,
+                                                **self.results_spec(self._figure_tables(f))}
         tables = (list(self.tables) + ["reproduction", "performance"]
                   + (["heterogeneity"] if self.hetero else [])
                   + (["lsa"] if self.lsa else []))

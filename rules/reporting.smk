@@ -5,7 +5,8 @@ rule figure:
     """One figure of an experiment's runs (rfl/reporting/figures.py); PNG beside the PDF."""
     input:
         spec=PLAN.spec("figures/{figure}"),
-        runs=PLAN.figure_runs,
+        runs=PLAN.run_inputs(PLAN.figure_runs),
+        results=PLAN.results_input(),
     output:
         pdf=report(PLAN.path("figures/{figure}.pdf"), category=PLAN.figure_category,
                    subcategory=PLAN.figure_subcategory, labels=PLAN.figure_labels),
@@ -48,7 +49,8 @@ rule table2:
     """Table 2: test NMSE on School against the paper's values."""
     input:
         spec=PLAN.spec("tables/table2"),
-        runs=PLAN.table2_runs(),
+        runs=PLAN.run_inputs(PLAN.table2_runs()),
+        results=PLAN.results_input(),
     output:
         csv=PLAN.path("paper_tables/table2_school_nmse.csv"),
         md=PLAN.path("paper_tables/table2_school_nmse.md"),
@@ -71,7 +73,8 @@ rule heterogeneity:
     """Stationary excess risk against K under heterogeneity (rfl/reporting/heterogeneity.py)."""
     input:
         spec=PLAN.spec("tables/heterogeneity"),
-        runs=PLAN.hetero_runs(),
+        runs=PLAN.run_inputs(PLAN.hetero_runs()),
+        results=PLAN.results_input(),
     output:
         pdf=report(PLAN.path("figures/fig_heterogeneity.pdf"), category=PLAN.category("Heterogeneity")),
         png=PLAN.path("figures/fig_heterogeneity.png"),
@@ -95,7 +98,8 @@ rule sweep:
     (rfl/reporting/sweep.py)."""
     input:
         spec=PLAN.spec("sweeps/{experiment}"),
-        runs=PLAN.sweep_runs,
+        runs=PLAN.run_inputs(PLAN.sweep_runs),
+        results=PLAN.results_input(),
     output:
         pdf=report(PLAN.path("figures/fig_sweep_{experiment}.pdf"), category=PLAN.category("Sweeps")),
         png=PLAN.path("figures/fig_sweep_{experiment}.png"),
@@ -118,7 +122,8 @@ rule lsa:
     """Federated TD(0): FedLSA vs SCAFFLSA with the predicted FedLSA bias (rfl/reporting/lsa.py)."""
     input:
         spec=PLAN.spec("tables/lsa"),
-        runs=PLAN.lsa_runs(),
+        runs=PLAN.run_inputs(PLAN.lsa_runs()),
+        results=PLAN.results_input(),
     output:
         pdf=[report(f, category=PLAN.category("Federated TD(0) / LSA")) for f in PLAN.lsa_figures("pdf")],
         png=PLAN.lsa_figures("png"),
@@ -137,6 +142,33 @@ rule lsa:
         pinned("rfl lsa {input.spec} {output.csv} {input.runs} --figures {output.pdf} > {log} 2>&1")
 
 
+# the runs' table, unless the runs come from one (config results)
+if not PLAN.results_table:
+
+    rule results:
+        """Every run in one table (rfl/results.py): one row per run and round, the run's parameters,
+        where it ran and its spec's hash as columns; Parquet with CSV beside it. `rfl merge` joins
+        the tables of several machines; the steps that read runs take `--results` to read them
+        from one."""
+        input:
+            runs=PLAN.all_run_tables(),
+        output:
+            parquet=PLAN.path("results/results.parquet"),
+            csv=PLAN.path("results/results.csv"),
+        log:
+            PLAN.log("results"),
+        benchmark:
+            PLAN.benchmark("results"),
+        threads: 1
+        resources:
+            mem_mb=PLAN.results_mem_mb(),
+            runtime=10,
+        conda:
+            ENV
+        shell:
+            pinned("rfl results {output.parquet} {input.runs} > {log} 2>&1")
+
+
 rule reproduction:
     """REPRODUCTION.md: every claim against the paper, with verdicts; beside it claims.json, its
     HTML rendering and one claim page per figure (rfl/reporting/claim_pages.py), shown in
@@ -144,7 +176,8 @@ rule reproduction:
     landing page: the summary of the verdicts (rfl/reporting/triage.py; the Snakefile's report)."""
     input:
         spec=PLAN.spec("tables/reproduction"),
-        runs=PLAN.all_run_tables(),
+        runs=PLAN.run_inputs(PLAN.all_run_tables()),
+        results=PLAN.results_input(),
         tables=PLAN.report_inputs(),
     output:
         md=PLAN.path("paper_tables/REPRODUCTION.md"),

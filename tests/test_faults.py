@@ -753,6 +753,9 @@ COMMANDS = {      # positional arguments of each subcommand, with valid-looking 
     "performance": ["{d}/empty.json", "{d}/p.csv", "{d}/good.csv"],
     "perf-table": ["{d}/good.csv"],
     "leaderboard": ["{d}/empty.json", "{d}/lb.csv", "{d}/good.csv"],
+    "results": ["{d}/o.parquet", "{d}/good.csv"],
+    "merge": ["{d}/good.csv", "-o", "{d}/o.parquet"],
+    "compare": ["{d}/empty.json", "{d}/list.json"],
 }
 VARIADIC = {"data", "figure", "table2", "heterogeneity", "lsa", "performance", "sweep", "leaderboard"}
 

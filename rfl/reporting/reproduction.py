@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -22,19 +23,19 @@ def data_lines(spec: dict) -> list[str]:
     which MNIST images stood in, or a generated fixture), naming the experiments that used it."""
     used: dict[str, list[str]] = {}
     for experiment, paths in spec["runs"].items():
-        notes = [io.read_json(io.run_meta_path(p)).get("data") or {} for p in paths]
+        notes = [io.run_meta(p).get("data") or {} for p in paths]
         for note in {n.get("images_note") or n.get("note") for n in notes} - {None}:
             used.setdefault(note, []).append(experiment)
     return [f"- data: {note}: {', '.join(sorted(exps))}" for note, exps in sorted(used.items())]
 
 
 def provenance(spec: dict) -> list[str]:
-    metas = [io.read_json(io.run_meta_path(p)) for paths in spec["runs"].values() for p in paths[:1]]
+    metas = [io.run_meta(p) for paths in spec["runs"].values() for p in paths[:1]]
     commits = sorted({m["commit"] for m in metas})
     versions = metas[0]["versions"] if metas else {}
     n_runs = sum(len(v) for v in spec["runs"].values())
     diverged = [p for paths in spec["runs"].values() for p in paths
-                if io.read_json(io.run_meta_path(p))["status"] != "ok"]
+                if io.run_meta(p)["status"] != "ok"]
     files = spec.get("configfiles") or ["config/config.yaml"]
     out = []
     if spec["config"].get("toy_size"):
@@ -52,8 +53,18 @@ def provenance(spec: dict) -> list[str]:
                line.split(": ", 1)[0].removeprefix("skipped ") + " (" + line.split(": ", 1)[1] + ")"
                for line in spec["skipped"].values())] if spec.get("skipped") else []),
            "- versions: " + ", ".join(f"{k} {v}" for k, v in sorted(versions.items())),
-           f"- written: {_dt.datetime.now(_dt.timezone.utc).isoformat(timespec='seconds')}"]
+           f"- written: {written().isoformat(timespec='seconds')}"]
     return out
+
+
+def written() -> _dt.datetime:
+    """When the report is written: now, or $SOURCE_DATE_EPOCH (seconds since 1970, UTC) where
+    set, the reproducible-builds convention, so that one set of runs gives one report byte for
+    byte (the test that redraws it from a merged results table sets it)."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    if epoch.isdigit():
+        return _dt.datetime.fromtimestamp(int(epoch), _dt.timezone.utc)
+    return _dt.datetime.now(_dt.timezone.utc)
 def write_report(spec: dict, out_md) -> None:
     """REPRODUCTION.md from the claims the config declares (``rfl.claims``): the summary
     (``rfl.reporting.triage``), then every claim by section; and ``claims.json`` beside it: one
