@@ -46,8 +46,8 @@
                                                 run once; two results for one spec refused
     rfl compare A B [-o OUT.md]                 what changed between two result sets, per claim
                                                 (claims.json) and leaderboard cell
-The steps that read run tables (figure, table2, heterogeneity, sweep, lsa, reproduction) take
-``--results TABLE.parquet``: the runs are then read from that results table (a merged one)
+The steps that read run tables (figure, table2, heterogeneity, sweep, lsa, reproduction,
+leaderboard) take ``--results TABLE.parquet``: the runs are then read from that results table (a merged one)
 instead of their files, which need not exist.
 
 ``rfl --help`` lists the commands a user runs; the steps only the rules call (``INTERNAL``)
@@ -200,7 +200,7 @@ def read_spec(path, command: str) -> dict:
 INTERNAL = ("data", "runs", "fetch-school", "fetch-source", "table1", "table2", "heterogeneity", "sweep",
             "lsa", "reproduction", "performance", "results", "bench-runs", "leaderboard")
 #: the steps that read run tables, and so take ``--results TABLE`` (read the runs from it)
-READS_RUNS = ("figure", "table2", "heterogeneity", "sweep", "lsa", "reproduction")
+READS_RUNS = ("figure", "table2", "heterogeneity", "sweep", "lsa", "reproduction", "leaderboard")
 
 
 class _Version(argparse.Action):
@@ -348,11 +348,6 @@ def build_parser(from_results: bool = False) -> argparse.ArgumentParser:
     p.add_argument("b", type=_existing_any, metavar="B", help="the same of the other result set")
     p.add_argument("-o", "--output", dest="out_md", default=None, metavar="OUT.md",
                    help="write the comparison here (Markdown) instead of printing it")
-    for name in READS_RUNS:
-        sub.choices[name].add_argument(
-            "--results", type=_existing, default=None, metavar="TABLE.parquet",
-            help="read the runs from this results table (rfl results, rfl merge) instead of "
-                 "their files; a run table RUN.csv is the table's run of its experiment and id")
     p = command("bench-table", "the README's leaderboard (the summary of a default rfl bench)")
     p.add_argument("leaderboard_md", type=_existing, help="leaderboard.md of rfl bench --size default")
     p.add_argument("--readme", type=_existing, metavar="README.md",
@@ -381,7 +376,12 @@ def build_parser(from_results: bool = False) -> argparse.ArgumentParser:
     p = command("leaderboard", "write the benchmark's leaderboard and performance profiles")
     p.add_argument("spec", type=_existing, help=spec_help)
     p.add_argument("out_csv", help="the leaderboard written (.csv; .md, .html and profile.* beside)")
-    p.add_argument("runs", nargs="*", type=_run_table, help="run tables (.csv, .meta.json beside)")
+    p.add_argument("runs", nargs="*", type=run_table, help="run tables (.csv, .meta.json beside)")
+    for name in READS_RUNS:
+        sub.choices[name].add_argument(
+            "--results", type=_existing, default=None, metavar="TABLE.parquet",
+            help="read the runs from this results table (rfl results, rfl merge) instead of "
+                 "their files; a run table RUN.csv is the table's run of its experiment and id")
     sub.metavar = "{" + ",".join(n for n in sub.choices if n not in INTERNAL) + "}"
     return parser
 

@@ -289,8 +289,9 @@ def merge(paths) -> tuple[pd.DataFrame, dict]:
 
 class ResultsSource:
     """Runs read from a results table instead of their files (``rfl.io.run_source``): the run
-    table ``.../<experiment>/<run_id>.csv`` (the workflow's layout, ``rfl.workflow.Plan``) is
-    the table's run of that experiment and run id. RunTableError if it holds none, or several
+    table ``.../<experiment>/<run_id>.csv`` (the workflow's layout, ``rfl.workflow.Plan``; or
+    ``.../<experiment>/<folder>/<run_id>.csv``, the nearest folder that names an experiment of
+    the table) is the table's run of that experiment and run id. RunTableError if it holds none, or several
     (runs of two specs under one name: tables of two configs)."""
 
     def __init__(self, path):
@@ -301,7 +302,11 @@ class ResultsSource:
 
     def _run(self, path) -> tuple[pd.DataFrame, dict]:
         p = Path(path)
-        key = (p.parent.name, p.name[: -len(".csv")] if p.name.endswith(".csv") else p.stem)
+        run_id = p.name[: -len(".csv")] if p.name.endswith(".csv") else p.stem
+        # the experiment's folder is the parent, or a folder above it (a benchmark's tuning
+        # runs sit in <experiment>/tune/)
+        keys = [(parent.name, run_id) for parent in p.parents if parent.name]
+        key = next((k for k in keys if k in self.runs), keys[0] if keys else ("", run_id))
         found = self.runs.get(key, [])
         if not found:
             raise io.RunTableError(f"{self.path}: no run {key[0]}/{key[1]} (asked for {path}); "
