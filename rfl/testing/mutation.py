@@ -1,17 +1,20 @@
-"""Mutation testing of one package of rfl with mutmut, and the README's table of scores.
+"""Mutation testing of one package or module of rfl with mutmut, and the README's table of scores.
 
-``python -m rfl.testing.mutation <package>`` (package: manifolds, algorithms, problems,
-reporting, ...) copies the tracked files of the repository into a scratch directory, tells
-mutmut (``[tool.mutmut]`` in pyproject.toml) to mutate only ``rfl/<package>/`` and to run only
-the tests that exercise it (``TESTS`` below, so one package costs minutes, not hours), runs it,
-and records the score in ``tests/mutation_scores.json``; ``--readme`` then rewrites the table
-between the ``mutation-scores`` markers of README.md from that file.
+``python -m rfl.testing.mutation <name>`` (a package: manifolds, algorithms, problems, claims,
+reporting, ...; or a single module: size, schema, simtime -> ``rfl/size.py`` ...) copies the
+tracked files of the repository into a scratch directory, tells mutmut (``[tool.mutmut]`` in
+pyproject.toml) to mutate only ``rfl/<name>/`` or ``rfl/<name>.py`` and to run only the tests
+that exercise it (``TESTS`` below, plus any ``tests/test_mutation_kills_<name>*.py``, so one
+package costs minutes, not hours), runs it, and records the score in
+``tests/mutation_scores.json``; ``--readme`` then rewrites the table between the
+``mutation-scores`` markers of README.md from that file.
 
 Not part of CI: a package takes 10-60 minutes of CPU on 2 cores, reporting several hours
 (its tests draw figures and build reports); ``--sample N`` tests a uniform random sample of N
-mutants instead, an estimate recorded with its standard error. The score is
-killed / (killed + survived + timeouts + suspicious); mutants that no selected test
-reaches ("no tests") count as survivors, since a bug there would go unseen too.
+mutants instead (``--seed`` draws the same sample again), an estimate recorded with its
+standard error. The score is killed / (killed + survived + timeouts + suspicious); mutants
+that no selected test reaches ("no tests") count as survivors, since a bug there would go
+unseen too.
 """
 
 from __future__ import annotations
@@ -32,7 +35,9 @@ SCORES = ROOT / "tests" / "mutation_scores.json"
 README = ROOT / "README.md"
 GOAL = 0.90
 
-#: the test files that exercise each package (globs under tests/)
+#: the test files that exercise each package or single module (globs under tests/; a name
+#: with a folder rfl/<name>/ is a package, else the module rfl/<name>.py); every selection also
+#: takes the tests written to kill its survivors, tests/test_mutation_kills_<name>*.py
 TESTS = {
     "manifolds": ["test_manifold*.py", "test_aggregation.py", "test_lorentz.py", "test_stiefel_qr_inverse.py"],
     "algorithms": ["test_algorithms.py", "test_strategy_contract.py", "test_rfedsvrg_rfedproj.py",
@@ -47,7 +52,7 @@ TESTS = {
                  "test_full_batch_products.py", "test_problem_params.py",
                  "test_problem_inputs.py", "test_fedavg_bias.py", "test_mnist_splits.py", "test_movielens.py",
                  "test_cifar10.py", "test_pathmnist.py", "test_partbias_runner.py"],
-    "claims": ["test_claim_rule*.py", "test_zo_claims.py", "test_claims_core.py", "test_table2_claims.py", "test_lsa_claims.py",
+    "claims": ["test_claim_rule*.py", "test_zo_claims.py", "test_claims_*.py", "test_table2_claims.py", "test_lsa_claims.py",
                "test_lsa_workflow.py", "test_report_sections.py", "test_partial_explanations.py"],
     "reporting": ["test_claim_pages.py", "test_tables.py", "test_lsa_workflow.py", "test_workflow.py",
                   "test_claim_rules_newer.py",
@@ -55,6 +60,12 @@ TESTS = {
                   "test_report_sections.py", "test_figure_data.py", "test_performance_rows.py",
                   "test_lsa_report.py"],
     "flower": ["test_flower_faults.py", "test_flower.py"],
+    "participation": ["test_participation.py", "test_participation_biased.py", "test_bernoulli_mean.py",
+                      "test_partbias_runner.py", "test_claim_rules_partbias.py", "test_bad_numbers.py"],
+    # single modules: the test files that import them (grep tests/ for the module)
+    "size": ["test_size.py", "test_paper_config.py"],
+    "schema": ["test_sweeps.py", "test_bad_numbers.py"],
+    "simtime": ["test_partbias_runner.py"],
 }
 #: tests left out: those that start ``rfl`` or ``snakemake`` as subprocesses (they import the
 #: installed rfl, not the mutant, and their timing-dependent checks fail in mutmut's copy)
@@ -75,12 +86,31 @@ PACKAGE_NOT_MUTATED = {"problems": ("__init_subclass__",), "claims": ("__init_su
 BEGIN, END = "<!-- mutation-scores: begin -->", "<!-- mutation-scores: end -->"
 
 
+def unknown(name: str) -> str:
+    return f"rfl.testing.mutation: unknown package or module {name!r}; allowed: {', '.join(TESTS)}"
+
+
+def source_of(name: str) -> str:
+    """What mutmut mutates for ``name``: the package's folder ``rfl/<name>/`` if there is one,
+    else the module ``rfl/<name>.py`` (a path relative to the repository)."""
+    if name not in TESTS:
+        raise SystemExit(unknown(name))
+    return f"rfl/{name}/" if (ROOT / "rfl" / name).is_dir() else f"rfl/{name}.py"
+
+
+def only_mutate(name: str) -> str:
+    """mutmut's ``only_mutate`` glob for ``name``: ``rfl/<package>/*`` or ``rfl/<module>.py``."""
+    source = source_of(name)
+    return source + "*" if source.endswith("/") else source
+
+
 def tests_for(package: str) -> list[str]:
     if package not in TESTS:
-        raise SystemExit(f"rfl.testing.mutation: unknown package {package!r}; allowed: {', '.join(TESTS)}")
+        raise SystemExit(unknown(package))
     tracked = set(subprocess.run(["git", "ls-files", "tests"], cwd=ROOT, capture_output=True,
                                  text=True).stdout.split())
-    out = sorted({str(p.relative_to(ROOT)) for g in TESTS[package] for p in (ROOT / "tests").glob(g)}
+    globs = TESTS[package] + [f"test_mutation_kills_{package}*.py"]
+    out = sorted({str(p.relative_to(ROOT)) for g in globs for p in (ROOT / "tests").glob(g)}
                  & tracked)
     if not out:
         raise SystemExit(f"rfl.testing.mutation: no test files match {TESTS[package]}")
@@ -120,13 +150,14 @@ def prepare(package: str, workdir: Path) -> None:
         if src.is_file():
             dst.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dst)
-    for module in (workdir / "rfl" / package).rglob("*.py"):
+    source = workdir / source_of(package)
+    for module in (source.rglob("*.py") if source.is_dir() else [source]):
         exclude_test_data(module, NOT_MUTATED + PACKAGE_NOT_MUTATED.get(package, ()))
     pyproject = workdir / "pyproject.toml"
     text = re.sub(r"(?ms)^\[tool\.mutmut\].*?(?=^\[|\Z)", "", pyproject.read_text())
     text += ("\n[tool.mutmut]\n"
              'source_paths = ["rfl/"]\n'
-             f'only_mutate = ["rfl/{package}/*"]\n'
+             f'only_mutate = ["{only_mutate(package)}"]\n'
              'also_copy = ["tests/", "config/", "docs/", "rules/", "Snakefile", "benchmarks/", "README.md"]\n'
              f"pytest_add_cli_args_test_selection = {_toml_list(selection(package))}\n"
              'pytest_add_cli_args = ["-p", "no:cacheprovider", "-q", "-x"]\n')
@@ -174,7 +205,7 @@ NO_SUCH_MUTANT = "rfl.__no_such_mutant__"
 
 def run(package: str, children: int, report: str | None = None, sample: int | None = None,
         seed: int = 0) -> dict:
-    """Run mutmut on ``rfl/<package>``: every mutant, or (``sample``) a uniform random sample of
+    """Run mutmut on ``rfl/<package>`` or ``rfl/<module>.py``: every mutant, or (``sample``) a uniform random sample of
     that many mutants drawn with ``seed``, whose score estimates the package's (the record
     says so, with the sample's standard error)."""
     tests, commit = tests_for(package), commit_of_tree()
@@ -223,6 +254,11 @@ def load_scores() -> dict:
     return json.loads(SCORES.read_text()) if SCORES.exists() else {}
 
 
+def display(name: str) -> str:
+    """``rfl/<package>`` or ``rfl/<module>.py`` (a name no longer in ``TESTS``: as a package)."""
+    return f"rfl/{name}.py" if (name in TESTS and not (ROOT / "rfl" / name).is_dir()) else f"rfl/{name}"
+
+
 def table(scores: dict) -> str:
     """The README's Markdown table of the recorded scores."""
     lines = ["| package | mutants | killed | score | goal met | commit | date |", "|---|---|---|---|---|---|---|"]
@@ -238,7 +274,7 @@ def table(scores: dict) -> str:
                 score += f" ± {100 * s['standard_error']:.1f}"
         if r.get("note"):                      # e.g. measured in steps, not one fresh run
             n = f"{n} ({r['note'].split(':')[0]})"
-        lines.append(f"| rfl/{pkg} | {n} | {r['killed']} | {score} | {met} | {r['commit']} | {r['date']} |")
+        lines.append(f"| {display(pkg)} | {n} | {r['killed']} | {score} | {met} | {r['commit']} | {r['date']} |")
     return "\n".join(lines)
 
 
@@ -256,7 +292,8 @@ def update_readme(scores: dict) -> None:
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(prog="python -m rfl.testing.mutation", description=__doc__.split("\n")[0])
-    ap.add_argument("package", nargs="?", help=f"one of {', '.join(TESTS)}; omit with --readme")
+    ap.add_argument("package", nargs="?", help=f"a package or module of rfl, one of {', '.join(TESTS)}; "
+                                                "omit with --readme")
     ap.add_argument("--children", type=int, default=2, help="mutmut's parallel workers (default 2)")
     ap.add_argument("--survivors", metavar="FILE", help="write the surviving mutants and their diffs here")
     ap.add_argument("--readme", action="store_true", help="rewrite README.md's table from the scores file")
@@ -267,12 +304,15 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
     if args.sample is not None and args.sample < 1:
         ap.error(f"--sample must be a positive number of mutants, got {args.sample}")
+    if args.package is not None and args.package not in TESTS:
+        print(unknown(args.package), file=sys.stderr)
+        raise SystemExit(2)
     scores = load_scores()
     if args.package:
         scores[args.package] = run(args.package, args.children, args.survivors, args.sample, args.seed)
         SCORES.write_text(json.dumps(scores, indent=1, sort_keys=True) + "\n")
         r = scores[args.package]
-        print(f"rfl/{args.package}: {r['killed']} of {r['killed'] + r['missed']} mutants killed ({r['score']})")
+        print(f"{display(args.package)}: {r['killed']} of {r['killed'] + r['missed']} mutants killed ({r['score']})")
     if args.readme:
         update_readme(scores)
 

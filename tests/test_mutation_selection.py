@@ -1,0 +1,64 @@
+"""The mutation wrapper's selection of what to mutate: a name with a folder rfl/<name>/ is a
+package (every module in it is mutated), any other known name is the single module
+rfl/<name>.py; an unknown name is refused on one line with exit status 2."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from rfl.testing import mutation
+
+MODULES = ("size", "schema", "simtime")
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_a_single_module_is_mutated_alone(name):
+    assert mutation.source_of(name) == f"rfl/{name}.py"
+    assert mutation.only_mutate(name) == f"rfl/{name}.py"
+    assert mutation.display(name) == f"rfl/{name}.py"
+
+
+@pytest.mark.parametrize("name", ("claims", "participation", "flower"))
+def test_a_package_is_mutated_whole(name):
+    assert mutation.source_of(name) == f"rfl/{name}/"
+    assert mutation.only_mutate(name) == f"rfl/{name}/*"
+    assert mutation.display(name) == f"rfl/{name}"
+
+
+@pytest.mark.parametrize("name", MODULES + ("participation",))
+def test_a_module_is_tested_by_the_files_that_import_it(name):
+    """Each file of the selection names the module (``rfl.size``, ``from rfl import ... size``)
+    or the config checks that call it (``rfl.config`` / ``rfl.cli``, for schema)."""
+    pattern = re.compile(rf"rfl\.{name}\b|from rfl import [^\n]*\b{name}\b")
+    config = re.compile(r"from rfl import [^\n]*\b(cli|config)\b")
+    for rel in mutation.tests_for(name):
+        text = (mutation.ROOT / rel).read_text()
+        assert pattern.search(text) or (name == "schema" and config.search(text)), rel
+
+
+def test_the_module_mutmut_config_mutates_only_that_module(tmp_path):
+    mutation.prepare("simtime", tmp_path)
+    config = (tmp_path / "pyproject.toml").read_text()
+    section = config[config.index("[tool.mutmut]"):]
+    assert 'only_mutate = ["rfl/simtime.py"]' in section
+    assert '"tests/test_partbias_runner.py"' in section
+    assert "rfl/simtime" + "/" not in section
+
+
+def test_a_kill_file_joins_its_own_selection_only():
+    kills = [str(p.relative_to(mutation.ROOT)) for p in (mutation.ROOT / "tests").glob("test_mutation_kills_*.py")]
+    for name in mutation.TESTS:
+        own = {k for k in kills if k.startswith(f"tests/test_mutation_kills_{name}")}
+        assert set(kills) & set(mutation.tests_for(name)) == own
+
+
+@pytest.mark.parametrize("bad", ["sizes", "rfl/size.py", "claim", "testing"])
+def test_an_unknown_name_is_one_line_and_exit_2(bad, capsys):
+    with pytest.raises(SystemExit) as exc:
+        mutation.main([bad])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2
+    assert err.count("\n") == 1 and repr(bad) in err
+    assert all(name in err for name in ("claims", "size", "schema", "simtime"))
