@@ -78,10 +78,12 @@ NOT_MUTATED = ("examples", "test_params")
 #: per package, functions mutmut cannot test: ``Problem.__init_subclass__`` runs when
 #: tests/conftest.py defines its toy problem, and pytest imports conftest.py in every test
 #: run, so mutmut's forced-fail check (every mutated function raises) fails while loading
-#: conftest and the whole run aborts. (mutmut itself skips decorated functions, so the
+#: conftest and the whole run aborts (``ParticipationScheme.__init_subclass__``, which declares
+#: every scheme when rfl.participation is first imported, is left out for the same reason). (mutmut itself skips decorated functions, so the
 #: ``@njit`` kernels of ``rfl.problems._kernels`` are never mutated; their per-agent-loop
 #: oracles are in tests/test_batching.py.)
-PACKAGE_NOT_MUTATED = {"problems": ("__init_subclass__",), "claims": ("__init_subclass__",)}
+PACKAGE_NOT_MUTATED = {"problems": ("__init_subclass__",), "claims": ("__init_subclass__",),
+                       "participation": ("__init_subclass__",)}
 
 BEGIN, END = "<!-- mutation-scores: begin -->", "<!-- mutation-scores: end -->"
 
