@@ -5,6 +5,7 @@ rfl/<name>.py; an unknown name is refused on one line with exit status 2."""
 from __future__ import annotations
 
 import re
+import subprocess
 
 import pytest
 
@@ -47,7 +48,10 @@ def test_the_module_mutmut_config_mutates_only_that_module(tmp_path):
 
 
 def test_a_kill_file_joins_its_own_selection_only():
-    kills = [str(p.relative_to(mutation.ROOT)) for p in (mutation.ROOT / "tests").glob("test_mutation_kills_*.py")]
+    tracked = subprocess.run(["git", "ls-files", "tests"], cwd=mutation.ROOT, capture_output=True,
+                             text=True).stdout.split()
+    kills = [t for t in tracked if t.startswith("tests/test_mutation_kills_")]
+    assert kills, "no tracked tests/test_mutation_kills_*.py"
     for name in mutation.TESTS:
         own = {k for k in kills if k.startswith(f"tests/test_mutation_kills_{name}")}
         assert set(kills) & set(mutation.tests_for(name)) == own
@@ -61,3 +65,18 @@ def test_an_unknown_name_is_one_line_and_exit_2(bad, capsys):
     assert exc.value.code == 2
     assert err.count("\n") == 1 and repr(bad) in err
     assert all(name in err for name in ("claims", "size", "schema", "simtime"))
+
+
+def test_a_rerun_reads_the_survivors_of_a_report_and_refuses_a_mismatched_one(tmp_path):
+    report = tmp_path / "survivors.txt"
+    report.write_text("    rfl.size.x_f__mutmut_1: survived\n"
+                      "    rfl.size.x_g__mutmut_12: no tests\n"
+                      "    rfl.size.x_h__mutmut_3: timeout\n"
+                      "# rfl.size.x_f__mutmut_1: survived\n"
+                      "--- rfl/size.py\n"
+                      "-    return a: b\n")
+    assert mutation.survivor_names(str(report)) == ["rfl.size.x_f__mutmut_1", "rfl.size.x_g__mutmut_12",
+                                                    "rfl.size.x_h__mutmut_3"]
+    previous = {"killed": 10, "missed": 5, "commit": "abc1234"}
+    with pytest.raises(SystemExit, match="lists 3 survivors, the recorded size run missed 5"):
+        mutation.rerun("size", previous, str(report), 1, None)

@@ -53,7 +53,8 @@ TESTS = {
                  "test_problem_inputs.py", "test_fedavg_bias.py", "test_mnist_splits.py", "test_movielens.py",
                  "test_cifar10.py", "test_pathmnist.py", "test_partbias_runner.py"],
     "claims": ["test_claim_rule*.py", "test_zo_claims.py", "test_claims_*.py", "test_table2_claims.py", "test_lsa_claims.py",
-               "test_lsa_workflow.py", "test_report_sections.py", "test_partial_explanations.py"],
+               "test_lsa_workflow.py", "test_report_sections.py", "test_partial_explanations.py",
+               "test_data_skip.py"],
     "reporting": ["test_claim_pages.py", "test_tables.py", "test_lsa_workflow.py", "test_workflow.py",
                   "test_claim_rules_newer.py",
                   "test_partial_explanations.py", "test_heterogeneity_report.py",
@@ -207,10 +208,11 @@ NO_SUCH_MUTANT = "rfl.__no_such_mutant__"
 
 
 def run(package: str, children: int, report: str | None = None, sample: int | None = None,
-        seed: int = 0) -> dict:
-    """Run mutmut on ``rfl/<package>`` or ``rfl/<module>.py``: every mutant, or (``sample``) a uniform random sample of
-    that many mutants drawn with ``seed``, whose score estimates the package's (the record
-    says so, with the sample's standard error)."""
+        seed: int = 0, only: list[str] | None = None) -> dict:
+    """Run mutmut on ``rfl/<package>`` or ``rfl/<module>.py``: every mutant, or (``sample``) a
+    uniform random sample of that many mutants drawn with ``seed``, whose score estimates the
+    package's (the record says so, with the sample's standard error), or (``only``) the named
+    mutants (``rerun``)."""
     tests, commit = tests_for(package), commit_of_tree()
     with tempfile.TemporaryDirectory(prefix=f"rfl-mutmut-{package}-") as tmp:
         work = Path(tmp)
@@ -218,7 +220,7 @@ def run(package: str, children: int, report: str | None = None, sample: int | No
         env = {**os.environ, "OMP_NUM_THREADS": "1"}
         command = [sys.executable, "-m", "mutmut", "run", "--max-children", str(children)]
         total = chosen = None
-        if sample:
+        if sample or only:
             subprocess.run(command + [NO_SUCH_MUTANT], cwd=work, env=env, check=False,
                            capture_output=True)
             names = mutant_names(work)
@@ -227,7 +229,14 @@ def run(package: str, children: int, report: str | None = None, sample: int | No
                                  f"unmutated code: {' '.join(selection(package))})")
             import random
             total = len(names)
-            chosen = sorted(random.Random(seed).sample(names, min(sample, total)))
+            if only:
+                gone = sorted(set(only) - set(names))
+                if gone:
+                    raise SystemExit(f"mutmut no longer generates {len(gone)} of the mutants to rerun "
+                                     f"(the source changed?), e.g. {gone[0]}")
+                chosen = sorted(only)
+            else:
+                chosen = sorted(random.Random(seed).sample(names, min(sample, total)))
             command += chosen
         done = subprocess.run(command, cwd=work, env=env, check=False)
         if done.returncode != 0:
@@ -250,6 +259,40 @@ def run(package: str, children: int, report: str | None = None, sample: int | No
         out["sample"] = {"mutants": total, "drawn": len(chosen), "seed": seed,
                          "standard_error": (round((out["score"] * (1 - out["score"]) / n) ** 0.5, 4)
                                             if n else None)}
+    return out
+
+
+def survivor_names(report: str) -> list[str]:
+    """The mutants a ``--survivors`` report lists as not killed (its "name: status" lines)."""
+    names = []
+    for line in Path(report).read_text().splitlines():
+        m = re.fullmatch(r"\s*(rfl\.\S+): (.+)", line)
+        if m and m.group(2).strip() != "killed":
+            names.append(m.group(1))
+    return names
+
+
+def rerun(package: str, previous: dict, report: str, children: int, new_report: str | None) -> dict:
+    """The record ``previous`` (the last one of ``package``) with its survivors, as listed in
+    its ``--survivors`` ``report``, run again against the current tests: a mutant killed now
+    moves from missed to killed. Valid while the source is the one ``previous`` measured (the
+    same mutants): the killed ones stay killed as tests are only added."""
+    names = survivor_names(report)
+    if not names:
+        raise SystemExit(f"{report} lists no surviving mutant")
+    if len(names) != previous["missed"]:
+        raise SystemExit(f"{report} lists {len(names)} survivors, the recorded {package} run "
+                         f"missed {previous['missed']}: not the report of that run")
+    now = run(package, children, new_report, only=names)
+    out = dict(previous, killed=previous["killed"] + now["killed"], missed=now["missed"],
+               tests=now["tests"], commit=now["commit"], date=now["date"])
+    n = out["killed"] + out["missed"]
+    out["score"] = round(out["killed"] / n, 4)
+    out["rerun"] = {"survivors": len(names), "killed": now["killed"], "first_commit": previous["commit"]}
+    if out.get("sample"):
+        out["sample"] = dict(out["sample"], standard_error=round((out["score"] * (1 - out["score"]) / n) ** 0.5, 4))
+    out["note"] = (f"survivors rerun: {now['killed']} of the {len(names)} survivors of the run at "
+                   f"{previous['commit']} killed by tests added since")
     return out
 
 
@@ -304,6 +347,9 @@ def main(argv=None) -> None:
                     help="test a uniform random sample of N mutants (an estimate of the score, "
                          "recorded with its standard error) instead of all of them")
     ap.add_argument("--seed", type=int, default=0, help="the sample's seed (default 0)")
+    ap.add_argument("--rerun", metavar="REPORT",
+                    help="run again only the survivors that REPORT (the --survivors file of the "
+                         "package's recorded run) lists, and update that record")
     args = ap.parse_args(argv)
     if args.sample is not None and args.sample < 1:
         ap.error(f"--sample must be a positive number of mutants, got {args.sample}")
@@ -311,7 +357,12 @@ def main(argv=None) -> None:
         print(unknown(args.package), file=sys.stderr)
         raise SystemExit(2)
     scores = load_scores()
-    if args.package:
+    if args.rerun and (not args.package or args.package not in scores or args.sample):
+        ap.error("--rerun needs a package with a recorded score, and no --sample")
+    if args.package and args.rerun:
+        scores[args.package] = rerun(args.package, scores[args.package], args.rerun, args.children,
+                                     args.survivors)
+    elif args.package:
         scores[args.package] = run(args.package, args.children, args.survivors, args.sample, args.seed)
         SCORES.write_text(json.dumps(scores, indent=1, sort_keys=True) + "\n")
         r = scores[args.package]

@@ -1,0 +1,114 @@
+"""rfl.claims against documented rules that surviving mutants could change: the toy-size
+judgement keeps the rule's margin; a log-scale claim's bound at or below 0 is -inf (log of a
+non-positive bound); a sample of no runs is an empty float series; the every-agent level is
+lowest (lowest_level.lowest's four cases); a curve too short to fit fits 0 rounds; a rule's
+contract names what is wrong (params_schema, a default its schema refuses); bias_ratio's
+``removes`` region and words."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from rfl.claims import curves as C
+from rfl.claims import stats as S
+from rfl.claims.judge import toy
+from rfl.claims.rule import Judgement, Rule
+from rfl.claims.rules.bias_ratio import BiasRatio, claim_of
+from rfl.claims.rules.lowest_level import lowest
+from rfl.claims.verdicts import FAIL, OK, OPEN, REPRODUCED, UNDECIDED
+
+
+def test_toy_size_keeps_rows_notes_and_margin_and_is_undecided():
+    j = Judgement(REPRODUCED, [{"K": "1"}], ["a note"], None, "ratio 0.66 [0.55, 0.78], claim <= 1")
+    t = toy(j)
+    assert t.verdict == UNDECIDED
+    assert t.rows == [{"K": "1"}] and t.notes[0] == "a note"
+    assert t.margin == "ratio 0.66 [0.55, 0.78], claim <= 1"
+
+
+@pytest.mark.parametrize("low,high,expected", [
+    (0.0, 1.0, (-math.inf, 0.0)),
+    (-1.0, 2.0, (-math.inf, math.log(2.0))),
+    (0.5, math.inf, (math.log(0.5), math.inf)),
+    (-math.inf, 0.0, (-math.inf, -math.inf)),          # nothing positive lies below 0
+    (-math.inf, -1.0, (-math.inf, -math.inf)),
+])
+def test_log_bounds_of_a_claim(low, high, expected):
+    assert S.Claim("ratio", low=low, high=high).bounds(log=True) == expected
+    assert S.Claim("ratio", low=low, high=high).bounds(log=False) == (low, high)
+
+
+def test_a_sample_of_no_runs_is_an_empty_float_series():
+    s = S.per_seed([], lambda t: 1.0)
+    assert len(s) == 0 and s.dtype == np.float64
+    runs = [pd.DataFrame({"v": [3]}), pd.DataFrame({"v": [1]})]
+    runs[0].attrs["seed"], runs[1].attrs["seed"] = 7, 2
+    s = S.per_seed(runs, lambda t: t["v"].iloc[0])
+    assert list(s.index) == [2, 7] and s.tolist() == [1.0, 3.0] and s.dtype == np.float64
+
+
+def _lv(level, exact=True):
+    return {"level": level, "exact": exact}
+
+
+def test_lowest_level_cases_of_its_docstring():
+    # holds for certain: every partial level exact and at or above the full one (ties hold)
+    assert lowest(_lv(1.0), [_lv(1.0), _lv(2.0)]) == OK
+    # broken for certain: an exact full level above a partial one (exact or not)
+    assert lowest(_lv(1.0), [_lv(0.5), _lv(2.0)]) == FAIL
+    assert lowest(_lv(1.0), [_lv(0.5, exact=False)]) == FAIL
+    # a still-decreasing full level is only an upper bound: not broken by a lower partial
+    assert lowest(_lv(1.0, exact=False), [_lv(0.5)]) == OPEN
+    # a partial level still decreasing could fall below the full one
+    assert lowest(_lv(1.0), [_lv(2.0), _lv(3.0, exact=False)]) == OPEN
+    assert lowest(_lv(1.0, exact=False), [_lv(2.0)]) == OK
+    # no finite level: open
+    assert lowest(_lv(np.nan), [_lv(2.0)]) == OPEN
+    assert lowest(_lv(1.0), [_lv(2.0), _lv(np.inf)]) == OPEN
+
+
+@pytest.mark.parametrize("n", [0, 1, C.MIN_FIT_ROUNDS])
+def test_a_curve_too_short_to_fit_fits_no_rounds(n):
+    fit = C.linear_phase(pd.Series(0.9 ** np.arange(n, dtype=float)))
+    assert fit["status"] == "insufficient" and fit["rounds"] == 0
+    assert np.isnan(fit["rate"]) and np.isnan(fit["r2"]) and np.isnan(fit["decrease"])
+    diverged = C.linear_phase(pd.Series([1.0, 0.5, np.inf, np.inf]))
+    assert diverged["status"] == "diverged" and diverged["rounds"] == 0 and diverged["diverged_at"] == 2
+
+
+def _rule_class(schema):
+    class Probe(Rule):                  # no ``name``: the registry leaves it undeclared
+        summary = "probe"
+        params_schema = schema
+
+        def judge(self, ev, p):
+            return None
+
+        def describe(self, p):
+            return ""
+    return Probe
+
+
+def test_a_rule_contract_names_params_schema_and_a_refused_default():
+    errors = _rule_class(["not", "a", "mapping"]).contract_errors()
+    assert errors == ["declares params_schema as list; allowed: a JSON schema (a mapping)"]
+    bad_default = {"type": "object", "properties": {"factor": {"type": "number", "minimum": 1, "default": 0.5}}}
+    errors = _rule_class(bad_default).contract_errors(deep=True)
+    assert len(errors) == 1
+    assert errors[0].startswith("declares parameter 'factor' whose default 0.5 it refuses")
+    good = {"type": "object", "properties": {"factor": {"type": "number", "minimum": 1, "default": 2}}}
+    assert _rule_class(good).contract_errors(deep=True) == []
+
+
+def test_bias_ratio_removes_is_at_most_factor_and_keeps_is_a_band():
+    removes = claim_of("removes", 2.0)
+    assert (removes.what, removes.low, removes.high) == ("ratio", -np.inf, 2.0)
+    keeps = claim_of("keeps", 2.0)
+    assert (keeps.what, keeps.low, keeps.high) == ("ratio", 0.5, 2.0)
+    params = {**BiasRatio.defaults(), "method": "a", "reference": "b", "factor": 2.0}
+    assert "is at most 2 times b's" in BiasRatio().describe({**params, "relation": "removes"})
+    assert "is between 0.5 and 2 times b's" in BiasRatio().describe({**params, "relation": "keeps"})
