@@ -112,3 +112,41 @@ def test_bias_ratio_removes_is_at_most_factor_and_keeps_is_a_band():
     params = {**BiasRatio.defaults(), "method": "a", "reference": "b", "factor": 2.0}
     assert "is at most 2 times b's" in BiasRatio().describe({**params, "relation": "removes"})
     assert "is between 0.5 and 2 times b's" in BiasRatio().describe({**params, "relation": "keeps"})
+
+
+def test_fedlsa_is_stationary_when_its_transient_is_within_its_own_plateau_se():
+    """variance_in_n's docstring: FedLSA's transient at most FedLSA's se (not SCAFFLSA's)."""
+    from rfl.claims.rules.variance_in_n import stationary
+
+    r = {"transient": 0.5, "fedlsa_plateau": 3.0, "predicted_bias_sq_pool": 1.0, "fedlsa_plateau_se": 1.0,
+         "scafflsa_plateau": 2.0, "scafflsa_plateau_se": 0.1, "scafflsa_rate": 0.5, "rounds": 100}
+    assert stationary(r, "FedLSA", 2.0) is True
+    assert stationary({**r, "transient": 1.5}, "FedLSA", 2.0) is False
+    assert stationary({**r, "transient": np.nan}, "FedLSA", 2.0) is False
+    # SCAFFLSA: further fall plateau (1 - rate^rounds) = 2 (1 - 0.5^100) against z se = 2 x 0.1
+    assert stationary(r, "SCAFFLSA", 2.0) is False
+    assert stationary({**r, "scafflsa_plateau_se": 1.0}, "SCAFFLSA", 2.0) is True
+
+
+def test_the_replica_estimate_is_the_mean_and_standard_error_over_every_replica():
+    from rfl.algorithms.replicas import window_start
+    from rfl.claims.bias import COORDINATES, replica_estimate
+
+    cols, rounds, window = list(COORDINATES), 9, 0.5
+    rng = np.random.default_rng(0)
+    runs, sample = [], []
+    for seed in range(2):
+        err = rng.normal(size=(3, len(cols)))                    # 3 replicas x coordinates
+        t = pd.DataFrame({"round": np.arange(rounds + 1), **{c: np.ones(rounds + 1) for c in cols}})
+        t.attrs["replicas"] = {"err_mean": err.tolist(), "columns": cols,
+                               "window_start": window_start(rounds, window)}
+        runs.append(t)
+        sample.append(err)
+    sample = np.vstack(sample)                                    # (6, coordinates)
+    mean, se, n = replica_estimate(runs, window)
+    assert n == 6
+    np.testing.assert_allclose(mean, sample.mean(axis=0), rtol=1e-12)
+    # flat err_* columns: no drift, se = sample std / sqrt(n)
+    np.testing.assert_allclose(se, sample.std(axis=0, ddof=1) / np.sqrt(6), rtol=1e-12)
+    runs[1].attrs["replicas"] = None
+    assert replica_estimate(runs, window) is None
