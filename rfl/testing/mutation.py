@@ -187,10 +187,12 @@ def survivors_report(work: Path, env: dict, only=None) -> str:
 
 
 def commit_of_tree() -> str:
-    """HEAD's short hash, with "+" when tracked files differ from it (what was measured)."""
+    """HEAD's short hash, with "+" when tracked files but the scores file differ from it (what
+    was measured)."""
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                           text=True).stdout.strip()
-    dirty = subprocess.run(["git", "diff", "--quiet", "HEAD"], cwd=ROOT).returncode != 0
+    dirty = subprocess.run(["git", "diff", "--quiet", "HEAD", "--", ".", f":!{SCORES.relative_to(ROOT)}"],
+                           cwd=ROOT).returncode != 0          # (the scores file measures nothing)
     return head + ("+" if dirty else "")
 
 
