@@ -150,3 +150,49 @@ def test_the_replica_estimate_is_the_mean_and_standard_error_over_every_replica(
     np.testing.assert_allclose(se, sample.std(axis=0, ddof=1) / np.sqrt(6), rtol=1e-12)
     runs[1].attrs["replicas"] = None
     assert replica_estimate(runs, window) is None
+
+
+# ---- rules judged on constructed run tables (as tests/test_claim_rules_sources.py builds them) ---
+def _table(seed, excess, rounds=101):
+    t = np.arange(rounds, dtype=float)
+    df = pd.DataFrame({"round": t.astype(int), "status": "ok", "excess_risk": excess(t), "floats": 10.0 * t})
+    df.attrs["seed"] = seed
+    return df
+
+
+def _judge(rule, experiments: dict, seeds=range(5), **params):
+    """``rule`` on the experiments {name: {key: seed -> table}}."""
+    from rfl.claims.judge import claim_params
+    from rfl.claims.rule import Evidence
+    from rfl.registry import RULES
+
+    groups = {e: {key: [make(s) for s in seeds] for key, make in g.items()} for e, g in experiments.items()}
+    ev = Evidence({"config": {}, "runs": {e: ["x"] for e in experiments}}, list(experiments), groups=groups)
+    return RULES[rule]().judge(ev, claim_params({"rule": rule, "params": params}))
+
+
+def test_cost_falls_with_k_judges_every_experiment_after_one_without_two_k():
+    """An experiment with runs at one K is reported missing; the next ones are still judged,
+    each case labelled with its experiment."""
+    def decay(rate):
+        return lambda s: _table(s, lambda t: (rate + 0.002 * s) ** t + 1e-6)
+    one_k = {("rfedags", 1, None): decay(0.9)}
+    two_k = {("rfedags", 1, None): decay(0.9), ("rfedags", 4, None): decay(0.6)}
+    j = _judge("cost_falls_with_k", {"e1": one_k, "e2": two_k})
+    assert [r["experiment"] for r in j.rows] == ["e2"]
+    assert "`e2`" in j.margin
+
+
+def test_comparable_value_rows_name_the_k_of_each_case():
+    def run(v):
+        return lambda s: _table(s, lambda t: 0.0 * t).assign(cost=v * (1 + 0.01 * s))
+    j = _judge("comparable_value", {"e": {("rfedags", 1, None): run(2.1), ("rfedags", 4, None): run(2.05),
+                                          **{(m, None, None): run(2.0) for m in ("rsd", "rcg", "rlbfgs")}}})
+    assert j.rows and all(r["K"] in ("1", "4") for r in j.rows)        # the case's K, as text
+
+
+def test_best_within_describes_its_row_selection():
+    from rfl.claims.rules.best_within import BestWithin
+
+    p = {**BestWithin.defaults(), "methods": ["a"], "reference": ["b"], "where": {"protocol": "heldout"}}
+    assert "of `table2` (protocol = heldout), the lowest" in BestWithin().describe(p)
