@@ -12,7 +12,8 @@ package costs minutes, not hours), runs it, and records the score in
 Not part of CI: a package takes 10-60 minutes of CPU on 2 cores, reporting several hours
 (its tests draw figures and build reports); ``--sample N`` tests a uniform random sample of N
 mutants instead (``--seed`` draws the same sample again), an estimate recorded with its
-standard error. The score is killed / (killed + survived + timeouts + suspicious); mutants
+standard error. ``--rerun REPORT`` runs again only the survivors that the ``--survivors``
+report of the recorded run lists (after tests were added to kill them) and updates that record. The score is killed / (killed + survived + timeouts + suspicious); mutants
 that no selected test reaches ("no tests") count as survivors, since a bug there would go
 unseen too.
 """
