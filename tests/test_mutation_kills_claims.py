@@ -196,3 +196,11 @@ def test_best_within_describes_its_row_selection():
 
     p = {**BestWithin.defaults(), "methods": ["a"], "reference": ["b"], "where": {"protocol": "heldout"}}
     assert "of `table2` (protocol = heldout), the lowest" in BestWithin().describe(p)
+
+
+def test_decreasing_in_k_rows_give_each_k_its_seed_count():
+    def run(rel):
+        return lambda s: _table(s, lambda t: 0.9 ** t).assign(rel_error=np.linspace(1.0, rel * (1 + 0.01 * s), 101))
+    j = _judge("decreasing_in_k", {"e": {("rfedags", 1, None): run(1e-2), ("rfedags", 4, None): run(1e-4)}},
+               seeds=range(4), metric="rel_error")
+    assert [(r["K"], r["seeds"]) for r in j.rows] == [("1", "4"), ("4", "4")]
