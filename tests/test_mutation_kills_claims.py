@@ -204,3 +204,14 @@ def test_decreasing_in_k_rows_give_each_k_its_seed_count():
     j = _judge("decreasing_in_k", {"e": {("rfedags", 1, None): run(1e-2), ("rfedags", 4, None): run(1e-4)}},
                seeds=range(4), metric="rel_error")
     assert [(r["K"], r["seeds"]) for r in j.rows] == [("1", "4"), ("4", "4")]
+
+
+def test_bias_ratio_names_the_missing_side_in_its_note_and_margin():
+    only_mine = {("scaffold", 1, None): lambda s: _table(s, lambda t: 0.9 ** t)}
+    j = _judge("bias_ratio", {"e": only_mine}, method="scaffold", reference="fedavg")
+    assert j.verdict == UNDECIDED
+    assert "- `e`: no runs of fedavg." in j.notes
+    assert j.margin.startswith("`e`: no runs of fedavg, claim <= 0.05")
+    only_ref = {("fedavg", 1, None): lambda s: _table(s, lambda t: 0.9 ** t)}
+    j = _judge("bias_ratio", {"e": only_ref}, method="scaffold", reference="fedavg")
+    assert "- `e`: no runs of scaffold." in j.notes and j.margin.startswith("`e`: no runs of scaffold, ")
