@@ -80,3 +80,18 @@ def test_a_rerun_reads_the_survivors_of_a_report_and_refuses_a_mismatched_one(tm
     previous = {"killed": 10, "missed": 5, "commit": "abc1234"}
     with pytest.raises(SystemExit, match="lists 3 survivors, the recorded size run missed 5"):
         mutation.rerun("size", previous, str(report), 1, None)
+
+
+def test_a_rerun_updates_the_record_in_the_scores_file(tmp_path, monkeypatch):
+    scores = tmp_path / "scores.json"
+    scores.write_text('{"size": {"killed": 8, "missed": 2, "score": 0.8}}')
+    monkeypatch.setattr(mutation, "SCORES", scores)
+    seen = {}
+
+    def fake_rerun(package, previous, report, children, new_report):
+        seen.update(package=package, previous=previous, report=report)
+        return dict(previous, killed=9, missed=1, score=0.9)
+    monkeypatch.setattr(mutation, "rerun", fake_rerun)
+    mutation.main(["size", "--rerun", "r.txt"])
+    assert seen == {"package": "size", "previous": {"killed": 8, "missed": 2, "score": 0.8}, "report": "r.txt"}
+    assert mutation.load_scores()["size"] == {"killed": 9, "missed": 1, "score": 0.9}

@@ -367,6 +367,7 @@ def main(argv=None) -> None:
                                      args.survivors)
     elif args.package:
         scores[args.package] = run(args.package, args.children, args.survivors, args.sample, args.seed)
+    if args.package:
         SCORES.write_text(json.dumps(scores, indent=1, sort_keys=True) + "\n")
         r = scores[args.package]
         print(f"{display(args.package)}: {r['killed']} of {r['killed'] + r['missed']} mutants killed ({r['score']})")
