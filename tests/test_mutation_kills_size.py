@@ -56,8 +56,9 @@ def test_a_list_differs_when_it_is_a_prefix_or_longer():
 def test_numbers_equal_up_to_rounding_and_not_beyond():
     cfg = _config(step={"rule": "fixed", "alpha": 0.1 + 0.2}, paper_size={"source": "s", "alpha": 0.3})
     assert size_differences(cfg, "e") == []                     # 0.30000000000000004 is 0.3
-    cfg = _config(step={"rule": "fixed", "alpha": 0.3 * (1 + 1e-9)}, paper_size={"source": "s", "alpha": 0.3})
-    assert [d[0] for d in size_differences(cfg, "e")] == ["alpha"]
+    for rel in (1e-9, 1e-10):                                   # far beyond rounding (2^-52)
+        cfg = _config(step={"rule": "fixed", "alpha": 0.3 * (1 + rel)}, paper_size={"source": "s", "alpha": 0.3})
+        assert [d[0] for d in size_differences(cfg, "e")] == ["alpha"]
     cfg = _config(paper_size={"source": "s", "N": 100.0, "rounds": 300.0})
     assert size_differences(cfg, "e") == []
     cfg = _config(paper_size={"source": "s", "block": 50})          # none against a number
