@@ -1,17 +1,21 @@
-"""Mutation testing of one package of rfl with mutmut, and the README's table of scores.
+"""Mutation testing of one package or module of rfl with mutmut, and the README's table of scores.
 
-``python -m rfl.testing.mutation <package>`` (package: manifolds, algorithms, problems,
-reporting, ...) copies the tracked files of the repository into a scratch directory, tells
-mutmut (``[tool.mutmut]`` in pyproject.toml) to mutate only ``rfl/<package>/`` and to run only
-the tests that exercise it (``TESTS`` below, so one package costs minutes, not hours), runs it,
-and records the score in ``tests/mutation_scores.json``; ``--readme`` then rewrites the table
-between the ``mutation-scores`` markers of README.md from that file.
+``python -m rfl.testing.mutation <name>`` (a package: manifolds, algorithms, problems, claims,
+reporting, ...; or a single module: size, schema, simtime -> ``rfl/size.py`` ...) copies the
+tracked files of the repository into a scratch directory, tells mutmut (``[tool.mutmut]`` in
+pyproject.toml) to mutate only ``rfl/<name>/`` or ``rfl/<name>.py`` and to run only the tests
+that exercise it (``TESTS`` below, plus any ``tests/test_mutation_kills_<name>*.py``, so one
+package costs minutes, not hours), runs it, and records the score in
+``tests/mutation_scores.json``; ``--readme`` then rewrites the table between the
+``mutation-scores`` markers of README.md from that file.
 
 Not part of CI: a package takes 10-60 minutes of CPU on 2 cores, reporting several hours
 (its tests draw figures and build reports); ``--sample N`` tests a uniform random sample of N
-mutants instead, an estimate recorded with its standard error. The score is
-killed / (killed + survived + timeouts + suspicious); mutants that no selected test
-reaches ("no tests") count as survivors, since a bug there would go unseen too.
+mutants instead (``--seed`` draws the same sample again), an estimate recorded with its
+standard error. ``--rerun REPORT`` runs again only the survivors that the ``--survivors``
+report of the recorded run lists (after tests were added to kill them) and updates that record. The score is killed / (killed + survived + timeouts + suspicious); mutants
+that no selected test reaches ("no tests") count as survivors, since a bug there would go
+unseen too.
 """
 
 from __future__ import annotations
@@ -32,7 +36,9 @@ SCORES = ROOT / "tests" / "mutation_scores.json"
 README = ROOT / "README.md"
 GOAL = 0.90
 
-#: the test files that exercise each package (globs under tests/)
+#: the test files that exercise each package or single module (globs under tests/; a name
+#: with a folder rfl/<name>/ is a package, else the module rfl/<name>.py); every selection also
+#: takes the tests written to kill its survivors, tests/test_mutation_kills_<name>*.py
 TESTS = {
     "manifolds": ["test_manifold*.py", "test_aggregation.py", "test_lorentz.py", "test_stiefel_qr_inverse.py"],
     "algorithms": ["test_algorithms.py", "test_strategy_contract.py", "test_rfedsvrg_rfedproj.py",
@@ -47,14 +53,22 @@ TESTS = {
                  "test_full_batch_products.py", "test_problem_params.py",
                  "test_problem_inputs.py", "test_fedavg_bias.py", "test_mnist_splits.py", "test_movielens.py",
                  "test_cifar10.py", "test_pathmnist.py", "test_partbias_runner.py"],
-    "claims": ["test_claim_rule*.py", "test_zo_claims.py", "test_claims_core.py", "test_table2_claims.py", "test_lsa_claims.py",
-               "test_lsa_workflow.py", "test_report_sections.py", "test_partial_explanations.py"],
+    "claims": ["test_claim_rule*.py", "test_zo_claims.py", "test_claims_*.py", "test_table2_claims.py", "test_lsa_claims.py",
+               "test_lsa_workflow.py", "test_report_sections.py", "test_partial_explanations.py",
+               "test_data_skip.py"],
     "reporting": ["test_claim_pages.py", "test_tables.py", "test_lsa_workflow.py", "test_workflow.py",
                   "test_claim_rules_newer.py",
                   "test_partial_explanations.py", "test_heterogeneity_report.py",
                   "test_report_sections.py", "test_figure_data.py", "test_performance_rows.py",
                   "test_lsa_report.py"],
     "flower": ["test_flower_faults.py", "test_flower.py"],
+    "participation": ["test_participation.py", "test_participation_biased.py", "test_bernoulli_mean.py",
+                      "test_partbias_runner.py", "test_claim_rules_partbias.py"],
+    # single modules: the test files that import them (grep tests/ for the module). Left out:
+    # test_bad_numbers.py (a fuzz of every numeric key through the CLI, > 10 min on 2 busy cores)
+    "size": ["test_size.py", "test_paper_config.py"],
+    "schema": ["test_sweeps.py"],
+    "simtime": ["test_partbias_runner.py"],
 }
 #: tests left out: those that start ``rfl`` or ``snakemake`` as subprocesses (they import the
 #: installed rfl, not the mutant, and their timing-dependent checks fail in mutmut's copy)
@@ -67,20 +81,41 @@ NOT_MUTATED = ("examples", "test_params")
 #: per package, functions mutmut cannot test: ``Problem.__init_subclass__`` runs when
 #: tests/conftest.py defines its toy problem, and pytest imports conftest.py in every test
 #: run, so mutmut's forced-fail check (every mutated function raises) fails while loading
-#: conftest and the whole run aborts. (mutmut itself skips decorated functions, so the
+#: conftest and the whole run aborts (``ParticipationScheme.__init_subclass__``, which declares
+#: every scheme when rfl.participation is first imported, is left out for the same reason). (mutmut itself skips decorated functions, so the
 #: ``@njit`` kernels of ``rfl.problems._kernels`` are never mutated; their per-agent-loop
 #: oracles are in tests/test_batching.py.)
-PACKAGE_NOT_MUTATED = {"problems": ("__init_subclass__",), "claims": ("__init_subclass__",)}
+PACKAGE_NOT_MUTATED = {"problems": ("__init_subclass__",), "claims": ("__init_subclass__",),
+                       "participation": ("__init_subclass__",)}
 
 BEGIN, END = "<!-- mutation-scores: begin -->", "<!-- mutation-scores: end -->"
 
 
+def unknown(name: str) -> str:
+    return f"rfl.testing.mutation: unknown package or module {name!r}; allowed: {', '.join(TESTS)}"
+
+
+def source_of(name: str) -> str:
+    """What mutmut mutates for ``name``: the package's folder ``rfl/<name>/`` if there is one,
+    else the module ``rfl/<name>.py`` (a path relative to the repository)."""
+    if name not in TESTS:
+        raise SystemExit(unknown(name))
+    return f"rfl/{name}/" if (ROOT / "rfl" / name).is_dir() else f"rfl/{name}.py"
+
+
+def only_mutate(name: str) -> str:
+    """mutmut's ``only_mutate`` glob for ``name``: ``rfl/<package>/*`` or ``rfl/<module>.py``."""
+    source = source_of(name)
+    return source + "*" if source.endswith("/") else source
+
+
 def tests_for(package: str) -> list[str]:
     if package not in TESTS:
-        raise SystemExit(f"rfl.testing.mutation: unknown package {package!r}; allowed: {', '.join(TESTS)}")
+        raise SystemExit(unknown(package))
     tracked = set(subprocess.run(["git", "ls-files", "tests"], cwd=ROOT, capture_output=True,
                                  text=True).stdout.split())
-    out = sorted({str(p.relative_to(ROOT)) for g in TESTS[package] for p in (ROOT / "tests").glob(g)}
+    globs = TESTS[package] + [f"test_mutation_kills_{package}*.py"]
+    out = sorted({str(p.relative_to(ROOT)) for g in globs for p in (ROOT / "tests").glob(g)}
                  & tracked)
     if not out:
         raise SystemExit(f"rfl.testing.mutation: no test files match {TESTS[package]}")
@@ -120,13 +155,14 @@ def prepare(package: str, workdir: Path) -> None:
         if src.is_file():
             dst.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dst)
-    for module in (workdir / "rfl" / package).rglob("*.py"):
+    source = workdir / source_of(package)
+    for module in (source.rglob("*.py") if source.is_dir() else [source]):
         exclude_test_data(module, NOT_MUTATED + PACKAGE_NOT_MUTATED.get(package, ()))
     pyproject = workdir / "pyproject.toml"
     text = re.sub(r"(?ms)^\[tool\.mutmut\].*?(?=^\[|\Z)", "", pyproject.read_text())
     text += ("\n[tool.mutmut]\n"
              'source_paths = ["rfl/"]\n'
-             f'only_mutate = ["rfl/{package}/*"]\n'
+             f'only_mutate = ["{only_mutate(package)}"]\n'
              'also_copy = ["tests/", "config/", "docs/", "rules/", "Snakefile", "benchmarks/", "README.md"]\n'
              f"pytest_add_cli_args_test_selection = {_toml_list(selection(package))}\n"
              # -n 0: mutmut reads which tests reach which mutant from pytest's hooks in its own
@@ -154,10 +190,12 @@ def survivors_report(work: Path, env: dict, only=None) -> str:
 
 
 def commit_of_tree() -> str:
-    """HEAD's short hash, with "+" when tracked files differ from it (what was measured)."""
+    """HEAD's short hash, with "+" when tracked files but the scores file differ from it (what
+    was measured)."""
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                           text=True).stdout.strip()
-    dirty = subprocess.run(["git", "diff", "--quiet", "HEAD"], cwd=ROOT).returncode != 0
+    dirty = subprocess.run(["git", "diff", "--quiet", "HEAD", "--", ".", f":!{SCORES.relative_to(ROOT)}"],
+                           cwd=ROOT).returncode != 0          # (the scores file measures nothing)
     return head + ("+" if dirty else "")
 
 
@@ -175,10 +213,11 @@ NO_SUCH_MUTANT = "rfl.__no_such_mutant__"
 
 
 def run(package: str, children: int, report: str | None = None, sample: int | None = None,
-        seed: int = 0) -> dict:
-    """Run mutmut on ``rfl/<package>``: every mutant, or (``sample``) a uniform random sample of
-    that many mutants drawn with ``seed``, whose score estimates the package's (the record
-    says so, with the sample's standard error)."""
+        seed: int = 0, only: list[str] | None = None) -> dict:
+    """Run mutmut on ``rfl/<package>`` or ``rfl/<module>.py``: every mutant, or (``sample``) a
+    uniform random sample of that many mutants drawn with ``seed``, whose score estimates the
+    package's (the record says so, with the sample's standard error), or (``only``) the named
+    mutants (``rerun``)."""
     tests, commit = tests_for(package), commit_of_tree()
     with tempfile.TemporaryDirectory(prefix=f"rfl-mutmut-{package}-") as tmp:
         work = Path(tmp)
@@ -186,7 +225,7 @@ def run(package: str, children: int, report: str | None = None, sample: int | No
         env = {**os.environ, "OMP_NUM_THREADS": "1"}
         command = [sys.executable, "-m", "mutmut", "run", "--max-children", str(children)]
         total = chosen = None
-        if sample:
+        if sample or only:
             subprocess.run(command + [NO_SUCH_MUTANT], cwd=work, env=env, check=False,
                            capture_output=True)
             names = mutant_names(work)
@@ -195,7 +234,14 @@ def run(package: str, children: int, report: str | None = None, sample: int | No
                                  f"unmutated code: {' '.join(selection(package))})")
             import random
             total = len(names)
-            chosen = sorted(random.Random(seed).sample(names, min(sample, total)))
+            if only:
+                gone = sorted(set(only) - set(names))
+                if gone:
+                    raise SystemExit(f"mutmut no longer generates {len(gone)} of the mutants to rerun "
+                                     f"(the source changed?), e.g. {gone[0]}")
+                chosen = sorted(only)
+            else:
+                chosen = sorted(random.Random(seed).sample(names, min(sample, total)))
             command += chosen
         done = subprocess.run(command, cwd=work, env=env, check=False)
         if done.returncode != 0:
@@ -221,8 +267,47 @@ def run(package: str, children: int, report: str | None = None, sample: int | No
     return out
 
 
+def survivor_names(report: str) -> list[str]:
+    """The mutants a ``--survivors`` report lists as not killed (its "name: status" lines)."""
+    names = []
+    for line in Path(report).read_text().splitlines():
+        m = re.fullmatch(r"\s*(rfl\.\S+): (.+)", line)
+        if m and m.group(2).strip() != "killed":
+            names.append(m.group(1))
+    return names
+
+
+def rerun(package: str, previous: dict, report: str, children: int, new_report: str | None) -> dict:
+    """The record ``previous`` (the last one of ``package``) with its survivors, as listed in
+    its ``--survivors`` ``report``, run again against the current tests: a mutant killed now
+    moves from missed to killed. Valid while the source is the one ``previous`` measured (the
+    same mutants): the killed ones stay killed as tests are only added."""
+    names = survivor_names(report)
+    if not names:
+        raise SystemExit(f"{report} lists no surviving mutant")
+    if len(names) != previous["missed"]:
+        raise SystemExit(f"{report} lists {len(names)} survivors, the recorded {package} run "
+                         f"missed {previous['missed']}: not the report of that run")
+    now = run(package, children, new_report, only=names)
+    out = dict(previous, killed=previous["killed"] + now["killed"], missed=now["missed"],
+               tests=now["tests"], commit=now["commit"], date=now["date"])
+    n = out["killed"] + out["missed"]
+    out["score"] = round(out["killed"] / n, 4)
+    out["rerun"] = {"survivors": len(names), "killed": now["killed"], "first_commit": previous["commit"]}
+    if out.get("sample"):
+        out["sample"] = dict(out["sample"], standard_error=round((out["score"] * (1 - out["score"]) / n) ** 0.5, 4))
+    out["note"] = (f"survivors rerun: {now['killed']} of the {len(names)} survivors of the run at "
+                   f"{previous['commit']} killed by tests added since")
+    return out
+
+
 def load_scores() -> dict:
     return json.loads(SCORES.read_text()) if SCORES.exists() else {}
+
+
+def display(name: str) -> str:
+    """``rfl/<package>`` or ``rfl/<module>.py`` (a name no longer in ``TESTS``: as a package)."""
+    return f"rfl/{name}.py" if (name in TESTS and not (ROOT / "rfl" / name).is_dir()) else f"rfl/{name}"
 
 
 def table(scores: dict) -> str:
@@ -240,7 +325,7 @@ def table(scores: dict) -> str:
                 score += f" ± {100 * s['standard_error']:.1f}"
         if r.get("note"):                      # e.g. measured in steps, not one fresh run
             n = f"{n} ({r['note'].split(':')[0]})"
-        lines.append(f"| rfl/{pkg} | {n} | {r['killed']} | {score} | {met} | {r['commit']} | {r['date']} |")
+        lines.append(f"| {display(pkg)} | {n} | {r['killed']} | {score} | {met} | {r['commit']} | {r['date']} |")
     return "\n".join(lines)
 
 
@@ -258,7 +343,8 @@ def update_readme(scores: dict) -> None:
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(prog="python -m rfl.testing.mutation", description=__doc__.split("\n")[0])
-    ap.add_argument("package", nargs="?", help=f"one of {', '.join(TESTS)}; omit with --readme")
+    ap.add_argument("package", nargs="?", help=f"a package or module of rfl, one of {', '.join(TESTS)}; "
+                                                "omit with --readme")
     ap.add_argument("--children", type=int, default=2, help="mutmut's parallel workers (default 2)")
     ap.add_argument("--survivors", metavar="FILE", help="write the surviving mutants and their diffs here")
     ap.add_argument("--readme", action="store_true", help="rewrite README.md's table from the scores file")
@@ -266,15 +352,27 @@ def main(argv=None) -> None:
                     help="test a uniform random sample of N mutants (an estimate of the score, "
                          "recorded with its standard error) instead of all of them")
     ap.add_argument("--seed", type=int, default=0, help="the sample's seed (default 0)")
+    ap.add_argument("--rerun", metavar="REPORT",
+                    help="run again only the survivors that REPORT (the --survivors file of the "
+                         "package's recorded run) lists, and update that record")
     args = ap.parse_args(argv)
     if args.sample is not None and args.sample < 1:
         ap.error(f"--sample must be a positive number of mutants, got {args.sample}")
+    if args.package is not None and args.package not in TESTS:
+        print(unknown(args.package), file=sys.stderr)
+        raise SystemExit(2)
     scores = load_scores()
-    if args.package:
+    if args.rerun and (not args.package or args.package not in scores or args.sample):
+        ap.error("--rerun needs a package with a recorded score, and no --sample")
+    if args.package and args.rerun:
+        scores[args.package] = rerun(args.package, scores[args.package], args.rerun, args.children,
+                                     args.survivors)
+    elif args.package:
         scores[args.package] = run(args.package, args.children, args.survivors, args.sample, args.seed)
+    if args.package:
         SCORES.write_text(json.dumps(scores, indent=1, sort_keys=True) + "\n")
         r = scores[args.package]
-        print(f"rfl/{args.package}: {r['killed']} of {r['killed'] + r['missed']} mutants killed ({r['score']})")
+        print(f"{display(args.package)}: {r['killed']} of {r['killed'] + r['missed']} mutants killed ({r['score']})")
     if args.readme:
         update_readme(scores)
 
