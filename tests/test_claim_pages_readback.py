@@ -221,10 +221,10 @@ def test_the_config_of_each_experiment_is_its_own(tmp_path):
     """The config lists under 'Config of its runs' are the config's values for that experiment
     (two experiments whose values all differ), on the page of the claim that reads them."""
     cfg = _config()
-    rec = _record("conv", REPRODUCED, experiments=["sweep", "other"])
-    pages = _write(tmp_path, [rec, _record("rate", NOT), RECORDS[3]], cfg)
+    rec = _record("conv", REPRODUCED, experiments=["other"])
+    pages = _write(tmp_path, [rec, _record("rate", NOT, experiments=["sweep", "other"]), RECORDS[3]], cfg)
     fig = pages["fig_s"].configs
-    assert list(fig) == ["sweep", "other"]               # the figure's experiment first, each once
+    assert list(fig) == ["sweep", "other"]      # the figure's experiment first, then the claims', each once
     assert list(pages["section-elsewhere"].configs) == ["other"]
     for name, dl in fig.items():
         exp = cfg["experiments"][name]
@@ -245,3 +245,52 @@ def test_an_experiment_the_config_does_not_have_is_named_as_such():
     page = Page(cp.document("t", cp.run_config_html(_config(), "gone")))
     assert "gone" in "".join(page.text) and "not an experiment of this config" in "".join(page.text)
     assert page.configs == {"gone": {}}
+
+
+def test_a_sparse_config_and_record_show_question_marks_not_none():
+    """A config with no figures, claims or datasets, a dataset without a seed, a record without
+    a ref: the pages still form, and what is unknown reads '?' or is left out, never 'None'."""
+    assert cp.pages({}) == {}
+    assert list(cp.pages({"claims": {"c": {"section": "S", "statement": "s", "rule": "r",
+                                           "experiments": ["e"]}}})) == ["section-s"]
+    cfg = {"experiments": {"e": {"dataset": "d", "methods": []}}}
+    dl = Page(cp.document("t", cp.run_config_html(cfg, "e"))).configs["e"]
+    assert dl["dataset"] == "d (problem ?, seed ?)" and dl["rounds"] == "?" and dl["batch size"] == "?"
+    cfg["datasets"] = {"d": {"problem": "cpesph"}}
+    dl = Page(cp.document("t", cp.run_config_html(cfg, "e"))).configs["e"]
+    assert dl["dataset"] == "d (problem cpesph, seed ?)"
+    rec = _record("c", REPRODUCED, experiments=["e"])
+    del rec["ref"]
+    (sec,) = Page(cp.document("t", cp.claim_html(rec))).sections
+    assert "None" not in sec["text"] and "claim c · Figure 9" in sec["text"]
+    page = Page(cp.page_html("section-s", {"title": "S", "section": "S", "claims": ["c"]}, [rec], cfg))
+    assert "Config of its runs" in "".join(page.text) and list(page.configs) == ["e"]
+
+
+def test_claims_json_holds_the_judged_records_with_numpy_numbers_as_numbers(tmp_path, monkeypatch):
+    """rfl.reporting.reproduction.write_report writes the judged records to claims.json (the
+    pages' input): numpy scalars become JSON numbers (NaN stays NaN), and a page written from
+    it shows the record's verdict and numbers."""
+    import numpy as np
+
+    from rfl.claims import judge
+    from rfl.reporting import reproduction
+
+    rec = _record("conv", NOT, setting="server_step=0.5", margin="0.73 > 0.01",
+                  rows=[{"K": np.int64(2), "rate": np.float64(0.73125), "last": np.float64("nan"),
+                         "ok": np.bool_(False)}])
+    monkeypatch.setattr(judge, "judge_all", lambda spec: [rec])
+    monkeypatch.setattr(judge, "sections", lambda results: ["## Figure 9"])
+    monkeypatch.setattr(judge, "summary", lambda results: ["(summary)"])
+    out_md = tmp_path / "REPRODUCTION.md"
+    reproduction.write_report({"runs": {}, "config": {}}, out_md)
+    (back,) = json.loads(out_md.with_name("claims.json").read_text())
+    row = back["rows"][0]
+    assert (row["K"], row["rate"], row["ok"]) == (2, 0.73125, False) and row["last"] != row["last"]
+    assert type(row["K"]) is int and type(row["rate"]) is float
+    assert {k: v for k, v in back.items() if k != "rows"} == {k: v for k, v in rec.items() if k != "rows"}
+    cfg = _config()
+    cfg["claims"] = {"conv": cfg["claims"]["conv"]}
+    cp.write_pages(cfg, out_md)
+    (sec,) = Page((tmp_path / cp.PAGES_DIR / "fig_s.html").read_text()).sections
+    assert sec["badge"] == NOT and "0.7312" in sec["text"] and "0.73 > 0.01" in sec["text"]
