@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from rfl import io
 from rfl.reporting import bias_sweep, figures
 from rfl.reporting import sweep as sweep_report
 from rfl.testing.run_files import write_run
@@ -331,3 +332,21 @@ def test_the_bias_points_are_the_measured_ones(tmp_path, captured):
     np.testing.assert_allclose(pred["predicted heterogeneity part (E1)"].get_ydata(), [2 * e for e in sorted(ETAS)])
     title = fig._suptitle.get_text()
     assert "3 seed(s)" in title and "right: b0," in title
+
+
+def test_a_bias_figure_without_runs_of_its_sweep_is_refused_naming_it(tmp_path, captured):
+    paths = _bias_runs(tmp_path)
+    for spec, named in (({"title": "the bias", "experiment": "b0", "sweep": ["nope"]}, "'the bias'"),
+                        ({"name": "fig_b", "title": "t", "experiment": "b0", "sweep": ["nope", "gone"]}, "'fig_b'")):
+        with pytest.raises(io.RunTableError, match=f"figure {named}: no run of its sweep"):
+            bias_sweep.sweep_figure(spec, paths, tmp_path / "x.pdf")
+    assert captured == []
+
+
+def test_the_grouped_runs_carry_their_seed_for_pairing(tmp_path):
+    """load_runs groups each setting's runs and tags each table with its run's seed (the claims'
+    paired statistics match runs by it)."""
+    groups = figures.load_runs(_write_sweep(tmp_path))
+    assert len(groups) == len(SETTINGS)
+    for key, runs in groups.items():
+        assert [t.attrs["seed"] for t in runs] == list(SEEDS), key

@@ -54,7 +54,7 @@ TESTS = {
                   "test_partial_explanations.py", "test_heterogeneity_report.py",
                   "test_report_sections.py", "test_figure_data.py", "test_performance_rows.py",
                   "test_lsa_report.py", "test_claim_pages_readback.py", "test_sweep_readback.py",
-                  "test_bias_sweep_figure.py"],
+                  "test_bias_sweep_figure.py", "test_report_provenance.py"],
     "flower": ["test_flower_faults.py", "test_flower.py"],
 }
 #: tests left out: those that start ``rfl`` or ``snakemake`` as subprocesses (they import the
