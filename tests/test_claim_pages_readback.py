@@ -29,7 +29,9 @@ class Page(HTMLParser):
     def __init__(self, page: str):
         super().__init__(convert_charrefs=True)
         self.sections, self.configs, self.tags, self.text = [], {}, [], []
+        self.cells, self.stray = [], []     # table cells' text; text in a table outside a cell
         self._section = self._badge = self._h3 = self._dt = self._dd = None
+        self._table = self._cell = False
         self._experiment = None
         self.feed(page)
         self.close()
@@ -37,6 +39,11 @@ class Page(HTMLParser):
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
         self.tags.append(tag)
+        if tag == "table":
+            self._table = True
+        elif tag in ("td", "th"):
+            self._cell = True
+            self.cells.append("")
         if tag == "section" and "claim" in (a.get("class") or ""):
             self._section = {"id": a.get("id"), "text": "", "badge": None}
             self.sections.append(self._section)
@@ -50,6 +57,10 @@ class Page(HTMLParser):
             self._dd = ""
 
     def handle_endtag(self, tag):
+        if tag == "table":
+            self._table = False
+        elif tag in ("td", "th"):
+            self._cell = False
         if tag == "section":
             self._section = None
         elif tag == "span" and self._badge is not None:
@@ -65,6 +76,10 @@ class Page(HTMLParser):
 
     def handle_data(self, data):
         self.text.append(data)
+        if self._cell:
+            self.cells[-1] += data
+        elif self._table and data.strip():
+            self.stray.append(data)
         if self._section is not None:
             self._section["text"] += data
         if self._badge is not None:
@@ -83,7 +98,7 @@ def _config():
             "methods": [{"algorithm": "rfedproj", "K": [2], "server_step": [0.5, 1.5]}]}
     return {"datasets": {"sph": {"problem": "cpesph", "seed": 7, "params": {"d": 8, "S": 4}},
                          "gr": {"problem": "kpca", "seed": 11, "params": {"d": 5, "p": 2}}},
-            "experiments": {"sweep": base,
+            "experiments": {"sweep": {**base, "geometry": {"retraction": "exp", "transport": "proj"}},
                             "other": {**base, "dataset": "gr", "rounds": 90, "batch_size": 3, "seeds": [4, 5],
                                       "step": {"rule": "decaying", "alpha0": 2.0},
                                       "methods": [{"algorithm": "rfedavg", "K": [6]}]}},
@@ -233,6 +248,8 @@ def test_the_config_of_each_experiment_is_its_own(tmp_path):
         assert dl["dataset"] == f"{exp['dataset']} (problem {ds['problem']}, seed {ds['seed']})"
         assert dl["dataset params"] == ", ".join(f"{k}={v}" for k, v in ds["params"].items())
         assert dl["step"] == ", ".join(f"{k}={v}" for k, v in exp["step"].items())
+        assert dl.get("geometry") == (", ".join(f"{k}={v}" for k, v in exp["geometry"].items())
+                                      if "geometry" in exp else None)
         for m in exp["methods"]:
             assert f"algorithm={m['algorithm']}, K={m['K']}" in dl["methods"]
     assert "server_step=[0.5, 1.5]" in fig["sweep"]["methods"]
@@ -251,9 +268,10 @@ def test_a_sparse_config_and_record_show_question_marks_not_none():
     assert cp.pages({}) == {}
     assert list(cp.pages({"claims": {"c": {"section": "S", "statement": "s", "rule": "r",
                                            "experiments": ["e"]}}})) == ["section-s"]
-    cfg = {"experiments": {"e": {"dataset": "d", "methods": []}}}
+    cfg = {"experiments": {"e": {"dataset": "d"}}}
     dl = Page(cp.document("t", cp.run_config_html(cfg, "e"))).configs["e"]
     assert dl["dataset"] == "d (problem ?, seed ?)" and dl["rounds"] == "?" and dl["batch size"] == "?"
+    assert dl["methods"] == "" and "geometry" not in dl
     cfg["datasets"] = {"d": {"problem": "cpesph"}}
     dl = Page(cp.document("t", cp.run_config_html(cfg, "e"))).configs["e"]
     assert dl["dataset"] == "d (problem cpesph, seed ?)"
@@ -292,3 +310,10 @@ def test_claims_json_holds_the_judged_records_with_numpy_numbers_as_numbers(tmp_
     cp.write_pages(cfg, out_md)
     (sec,) = Page((tmp_path / cp.PAGES_DIR / "fig_s.html").read_text()).sections
     assert sec["badge"] == NOT and "0.7312" in sec["text"] and "0.73 > 0.01" in sec["text"]
+
+
+def test_evidence_cells_hold_the_rows_values_and_nothing_stands_between_them():
+    rows = [{"method": "RFedAGS-K=1", "levelled": True, "rate": 0.5}, {"method": "RSD", "levelled": False}]
+    page = Page(cp.document("t", cp.claim_html(_record("c", REPRODUCED, rows=rows))))
+    assert page.cells == ["method", "levelled", "rate", "RFedAGS-K=1", "yes", "0.5", "RSD", "no", "nan"]
+    assert page.stray == []

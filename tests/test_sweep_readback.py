@@ -18,6 +18,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
+from matplotlib.colors import to_rgba
 
 from rfl import io
 from rfl.reporting import bias_sweep, figures
@@ -332,6 +333,11 @@ def test_the_bias_points_are_the_measured_ones(tmp_path, captured):
     np.testing.assert_allclose(pred["predicted heterogeneity part (E1)"].get_ydata(), [2 * e for e in sorted(ETAS)])
     title = fig._suptitle.get_text()
     assert "3 seed(s)" in title and "right: b0," in title
+    # each method has one colour in both panels (its error bars, its curve on the right)
+    curves = {ln.get_label(): ln.get_color() for ln in fig.axes[1].get_lines() if not ln.get_label().startswith("_")}
+    for c in ax.containers:
+        assert to_rgba(c.lines[0].get_color()) == to_rgba(curves[c.get_label()]), c.get_label()
+    assert to_rgba(curves["FedAvg-K=3"]) != to_rgba(curves["Scaffold-K=3"])
 
 
 def test_a_bias_figure_without_runs_of_its_sweep_is_refused_naming_it(tmp_path, captured):
@@ -350,3 +356,30 @@ def test_the_grouped_runs_carry_their_seed_for_pairing(tmp_path):
     assert len(groups) == len(SETTINGS)
     for key, runs in groups.items():
         assert [t.attrs["seed"] for t in runs] == list(SEEDS), key
+
+
+def test_methods_are_grouped_in_legend_order(tmp_path):
+    """load_runs orders methods by the algorithms' plot order, then K, then every agent before
+    a number of agents s before a named scheme, whatever order the runs come in."""
+    bern = {"scheme": "bernoulli", "rho": 0.5}
+    written = [("rfedavg", 1, None), ("rfedags", 1, bern), ("rfedags", 2, None), ("rfedags", 1, 1),
+               ("rfedags", 1, None)]
+    paths = []
+    for i, (name, K, p) in enumerate(written):
+        path = tmp_path / f"r{i}.csv"
+        write_run(path, {"excess_risk": np.array([1.0, 0.5])},
+                  {"seed": 0, "algorithm": {"name": name, "K": K, "participation": p}})
+        paths.append(str(path))
+    assert list(figures.load_runs(paths)) == [("rfedags", 1, None), ("rfedags", 1, 1),
+                                              ("rfedags", 1, "bernoulli rho=0.5"), ("rfedags", 2, None),
+                                              ("rfedavg", 1, None)]
+
+
+def test_an_experiment_figure_without_metrics_draws_the_excess_risk(tmp_path, captured):
+    path = tmp_path / "r.csv"
+    write_run(path, {"excess_risk": np.array([1.0, 0.5, 0.25])}, {"seed": 0, "algorithm": {"name": "rfedags", "K": 1}})
+    figures.experiment_figure({"title": "d"}, [str(path)], tmp_path / "d.pdf")
+    (fig,) = captured
+    (ax,) = fig.axes
+    assert ax.get_ylabel() == figures.BASE_LABELS["excess_risk"]
+    np.testing.assert_allclose(ax.get_lines()[0].get_ydata(), [1.0, 0.5, 0.25])
