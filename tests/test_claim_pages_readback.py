@@ -317,3 +317,8 @@ def test_evidence_cells_hold_the_rows_values_and_nothing_stands_between_them():
     page = Page(cp.document("t", cp.claim_html(_record("c", REPRODUCED, rows=rows))))
     assert page.cells == ["method", "levelled", "rate", "RFedAGS-K=1", "yes", "0.5", "RSD", "no", "nan"]
     assert page.stray == []
+
+
+def test_the_report_page_has_its_title():
+    html = cp.markdown_page("# Reproduction report\n\nx < y & z\n", "Reproduction report")
+    assert "<title>Reproduction report</title>" in html and "x < y & z" in "".join(Page(html).text)

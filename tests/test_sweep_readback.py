@@ -383,3 +383,19 @@ def test_an_experiment_figure_without_metrics_draws_the_excess_risk(tmp_path, ca
     (ax,) = fig.axes
     assert ax.get_ylabel() == figures.BASE_LABELS["excess_risk"]
     np.testing.assert_allclose(ax.get_lines()[0].get_ydata(), [1.0, 0.5, 0.25])
+
+
+def test_a_problem_metric_of_a_sweep_has_the_problem_label(tmp_path, captured):
+    from rfl.registry import PROBLEMS
+
+    paths = []
+    for v in (0.5, 1.5):
+        path = tmp_path / f"r{v}.csv"
+        write_run(path, {"excess_risk": np.array([1.0, v]), "subspace_dist": np.array([1.0, v / 2])},
+                  {"seed": 0, "algorithm": {"name": "rfedproj", "K": 2}, "sweep": [["server_step", v]],
+                   "dataset": {"problem": "multitask"}})
+        paths.append(str(path))
+    sweep_report.sweep_figure({"title": "m", "metrics": ["subspace_dist"]}, paths, tmp_path / "m.pdf")
+    (ax,) = captured[0].axes
+    assert ax.get_ylabel() == "final " + PROBLEMS["multitask"].metric_labels["subspace_dist"]
+    np.testing.assert_allclose(ax.get_lines()[0].get_ydata(), [0.25, 0.75])
