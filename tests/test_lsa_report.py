@@ -304,6 +304,7 @@ def test_figure_panels_curves_and_predicted_plateaus(tmp_path):
                 np.testing.assert_allclose(line.get_ydata(), wide.mean(axis=0), rtol=1e-12)
                 assert line.get_linestyle() == ("-" if m == "fedavg" else "--")
                 assert to_rgba(line.get_color()) == pytest.approx(colors[H])
+                assert to_rgba(band.get_facecolor()[0])[:3] == pytest.approx(colors[H][:3])   # band: same H colour
                 verts = band.get_paths()[0].vertices
                 for r in (0, 30, n - 1):
                     ys = verts[np.isclose(verts[:, 0], r), 1]

@@ -78,18 +78,21 @@ def draw_sweep(ax, points: pd.DataFrame) -> None:
         m = points[points["key"] == key]
         ok = m[np.isfinite(m["bias"]) & (m["bias"] > 0)]
         ax.errorbar(ok["eta"], ok["bias"], yerr=ok["se"], fmt="o", ls=styles[key]["ls"],
-                    color=styles[key]["color"], ms=4, lw=1.2, capsize=3, label=m["method"].iloc[0])
+                    ms=4, lw=1.2, capsize=3,  # pragma: no mutate
+                    color=styles[key]["color"], label=m["method"].iloc[0])
     pred = (points.dropna(subset=["total"]).drop_duplicates("experiment").sort_values("eta"))
     for part, text, ls in PARTS:
         if len(pred) and (pred[part] > 0).any():
-            ax.plot(pred["eta"], pred[part], ls, color="0.35", lw=1.3, label=text)
+            ax.plot(pred["eta"], pred[part], ls,
+                    lw=1.3,  # pragma: no mutate
+                    color="0.35", label=text)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel(r"step size $\eta$")
     ax.set_ylabel(r"$\|$bias$\|$ = $\|$mean of $\theta_t - \theta^*\|$ ($\pm$ 1 s.e.)")
-    ax.grid(True, which="major", alpha=0.3)
-    ax.legend(fontsize=7)
+    ax.grid(True, which="major", alpha=0.3)  # pragma: no mutate
+    ax.legend(fontsize=7)  # pragma: no mutate
 
 
 def sweep_figure(spec: dict, tables, out_pdf) -> pd.DataFrame:
@@ -100,13 +103,19 @@ def sweep_figure(spec: dict, tables, out_pdf) -> pd.DataFrame:
         raise io.RunTableError(f"figure {spec.get('name', spec['title'])!r}: no run of its sweep "
                                f"({', '.join(spec['sweep'])}) among the run tables given")
     panels = [(m, x) for m in spec.get("metrics", ["excess_risk"]) for x in spec.get("x", ["round"])]
-    fig, axes = plt.subplots(1, 1 + len(panels), figsize=(5.2 * (1 + len(panels)), 3.9), squeeze=False)
+    # (the lines marked "no mutate" here and in draw_sweep set layout only: figure size, line
+    # width, marker and cap size, font sizes, grid opacity; no number or label a reader reads
+    # depends on them)
+    fig, axes = plt.subplots(1, 1 + len(panels),
+                             figsize=(5.2 * (1 + len(panels)), 3.9),  # pragma: no mutate
+                             squeeze=False)
     draw_sweep(axes[0][0], points)
     mine = [t for t in tables if io.read_run_table(t)[1]["spec"]["experiment"] == spec["experiment"]]
     n_seeds = draw_curves(list(axes[0][1:]), spec, mine)
-    fig.suptitle(f"{spec['title']}\n(left: bias per step size over the last half of the rounds and "
-                 f"{int(points['seeds'].max())} seed(s); right: {spec['experiment']}, median over "
-                 f"{n_seeds} seeds, band: min-max)", fontsize=9)
+    title = (f"{spec['title']}\n(left: bias per step size over the last half of the rounds and "
+             f"{int(points['seeds'].max())} seed(s); right: {spec['experiment']}, median over "
+             f"{n_seeds} seeds, band: min-max)")
+    fig.suptitle(title, fontsize=9)  # pragma: no mutate
     fig.tight_layout()
     save_figure(fig, out_pdf)
     return points

@@ -194,9 +194,15 @@ def experiment_figure(spec: dict, tables, out_pdf) -> None:
     centralised methods (which communicate nothing) are left out. (A spec with a ``sweep``:
     ``rfl.reporting.bias_sweep.sweep_figure``.)"""
     panels = [(m, x) for m in spec.get("metrics", ["excess_risk"]) for x in spec.get("x", ["round"])]
-    fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 3.9), squeeze=False)
+    # (the lines marked "no mutate" here and in draw_curves set layout only: figure size, line
+    # width, marker size, band opacity, font sizes, grid opacity, where the legend stands and in
+    # how many columns; no number or label a reader reads depends on them)
+    fig, axes = plt.subplots(1, len(panels),
+                             figsize=(5.2 * len(panels), 3.9),  # pragma: no mutate
+                             squeeze=False)
     n_seeds = draw_curves(list(axes[0]), spec, tables)
-    fig.suptitle(f"{spec['title']}\n(median over {n_seeds} seeds, band: min-max)", fontsize=9)
+    title = f"{spec['title']}\n(median over {n_seeds} seeds, band: min-max)"
+    fig.suptitle(title, fontsize=9)  # pragma: no mutate
     fig.tight_layout()
     save_figure(fig, out_pdf)
 
@@ -216,15 +222,20 @@ def draw_curves(axes, spec: dict, tables) -> int:
             if log:
                 stats = stats.clip(lower=FLOOR)
             st = styles[key]
-            ax.plot(stats.index, stats["median"], st["ls"], color=st["color"], lw=1.4,
-                    label=method_label(key, problems))
-            ax.fill_between(stats.index, stats["low"], stats["high"], color=st["color"], alpha=0.13, lw=0)
+            ax.plot(stats.index, stats["median"], st["ls"],
+                    lw=1.4,  # pragma: no mutate
+                    color=st["color"], label=method_label(key, problems))
+            ax.fill_between(stats.index, stats["low"], stats["high"],
+                            alpha=0.13, lw=0,  # pragma: no mutate
+                            color=st["color"])
             for t in runs:
                 if (t["status"] == "diverged").any():
                     ok = t[t["status"] == "ok"]
                     if len(ok):
                         ax.plot(ok[x].iloc[-1], max(ok[metric].iloc[-1], FLOOR) if log
-                                else ok[metric].iloc[-1], "x", color=st["color"], ms=8)
+                                else ok[metric].iloc[-1], "x",
+                            ms=8,  # pragma: no mutate
+                            color=st["color"])
         if log:
             ax.set_yscale("log")
         ax.set_xlabel(XLABELS[x])
@@ -233,11 +244,13 @@ def draw_curves(axes, spec: dict, tables) -> int:
         if x != "round":
             ax.set_xlim(left=0)
         ax.set_ylabel(metric_label(metric, problems))
-        ax.grid(True, which="major", alpha=0.3)
-    if any(setting_of(k) for k in groups):   # a sweep's labels are long: one column, beside
-        axes[-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
-        axes[0].figure.set_size_inches(5.2 * len(panels) + 3.2, 3.9)
-    else:
-        longest = max((len(method_label(k, problems)) for k in groups), default=0)
-        axes[0].legend(fontsize=7, ncol=2 if longest <= 28 else 1)   # long labels: one column
+        ax.grid(True, which="major", alpha=0.3)  # pragma: no mutate
+    if any(setting_of(k) for k in groups):   # a sweep's labels are long: one column, beside the last panel
+        last = axes[-1]
+        last.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))  # pragma: no mutate
+        axes[0].figure.set_size_inches(5.2 * len(panels) + 3.2, 3.9)  # pragma: no mutate
+    else:                                    # on the first panel; long labels: one column
+        first = axes[0]
+        longest = max((len(method_label(k, problems)) for k in groups), default=0)  # pragma: no mutate
+        first.legend(fontsize=7, ncol=2 if longest <= 28 else 1)  # pragma: no mutate
     return max(len(r) for r in groups.values())

@@ -78,8 +78,11 @@ def heterogeneity(spec: dict, out_pdf, out_csv, tables) -> pd.DataFrame:
     problems = list(dict.fromkeys(spec["experiments_by_name"].values()))
     # (the sizes below are layout only: figure size, marker and cap size, font sizes, grid
     # opacity; no number a reader reads depends on them)
-    fig, axes = plt.subplots(1, len(problems), squeeze=False,
-                             figsize=(5.2 * len(problems), 3.9))  # pragma: no mutate
+    # (a pragma ending a statement marks its first line only: the layout arguments stand on a
+    # line of their own inside the brackets)
+    fig, axes = plt.subplots(1, len(problems),
+                             figsize=(5.2 * len(problems), 3.9),  # pragma: no mutate
+                             squeeze=False)
     for ax, problem in zip(axes[0], problems):
         sub = agg[agg["problem"] == problem]
         for (method, part), g in sub.groupby(["method", "participation"]):
@@ -91,8 +94,8 @@ def heterogeneity(spec: dict, out_pdf, out_csv, tables) -> pd.DataFrame:
         ax.set_yscale("log")
         ax.set_xlabel("local steps K")
         ax.set_ylabel(f"stationary excess risk (mean of last {spec['tail']:.0%} of rounds)")
-        ax.set_title(f"{problem}, heterogeneous agents",
-                     fontsize=9)  # pragma: no mutate
+        title = f"{problem}, heterogeneous agents"
+        ax.set_title(title, fontsize=9)  # pragma: no mutate
         ax.grid(True, alpha=0.3)  # pragma: no mutate
         ax.legend(fontsize=7)  # pragma: no mutate
     fig.tight_layout()
