@@ -76,18 +76,23 @@ def size_differences(config: dict, experiment: str) -> list[tuple[str, object, o
 
 
 def budget_note(config: dict, experiment: str) -> str | None:
-    """Why ``experiment`` runs fewer seeds than a comparison or a rate needs, while it does:
-    "1 seed by the budget (3 decide a comparison): <reason>" from ``paper_size.budget.seeds``;
-    None with enough seeds or without a reason."""
+    """Why ``experiment`` keeps a size below what its claims need, while it does: "1 seed by
+    the budget (3 decide a comparison): <reason>" from ``paper_size.budget.seeds`` (None with
+    enough seeds), "4096 replicas by the budget: <reason>" from ``paper_size.budget.replicas``;
+    joined by "; ", None without a reason."""
     from rfl.claims.stats import MIN_SEEDS
 
-    reason = ((config["experiments"][experiment].get("paper_size") or {}).get("budget") or {}).get("seeds")
-    if reason is None:
-        return None
-    n = actual_size(config, experiment, "seeds")
-    if n >= MIN_SEEDS:
-        return None
-    return f"{n} seed{'s' if n != 1 else ''} by the budget ({MIN_SEEDS} decide a comparison): {reason}"
+    budget = (config["experiments"][experiment].get("paper_size") or {}).get("budget") or {}
+    notes = []
+    if budget.get("seeds") is not None:
+        n = actual_size(config, experiment, "seeds")
+        if n < MIN_SEEDS:
+            notes.append(f"{n} seed{'s' if n != 1 else ''} by the budget ({MIN_SEEDS} decide a "
+                         f"comparison): {budget['seeds']}")
+    if budget.get("replicas") is not None:
+        r = int(config["experiments"][experiment].get("replicas", 1))
+        notes.append(f"{r} replica{'s' if r != 1 else ''} by the budget: {budget['replicas']}")
+    return "; ".join(notes) or None
 
 
 def _value(v) -> str:
@@ -116,6 +121,8 @@ def describe_size(config: dict, experiments) -> str:
     rows = []                                   # (experiment, source, differences as text, budget)
     for e in experiments:
         declared = config["experiments"][e].get("paper_size")
+        if declared is not None and not set(declared) - set(NOT_SIZES):
+            declared = None                     # a budget, and no size of the source's
         source = None if declared is None else declared["source"]
         diffs = size_differences(config, e) if declared is not None else []
         rows.append((e, source, tuple((k, _value(a), _value(p)) for k, a, p in diffs), budget_note(config, e)))

@@ -109,3 +109,22 @@ def test_experiments_all_at_the_papers_size_are_one_phrase_naming_each_source_on
     b["paper_size"] = {"source": "Figure 1(d)", "rounds": 500}
     assert describe_size(cfg, ["agents_s6", "agents_s10"]) == (
         "agents_s6: at the paper's size (Figure 1(a)); agents_s10: rounds 300 of 500 (Figure 1(d))")
+
+
+def test_a_replica_budget_is_printed_and_a_budget_alone_declares_no_size():
+    """``paper_size.budget.replicas`` gives "R replicas by the budget: <why>"; a paper_size with
+    a source and a budget but no size of the source's is no paper size (never "at the paper's
+    size"); seeds enough with a seeds reason print nothing of the seeds."""
+    cfg = _config()
+    exp = cfg["experiments"]["agents_s6"]
+    exp["replicas"] = 64
+    exp["paper_size"] = {"source": "slides", "budget": {"replicas": "costly"}}
+    assert describe_size(cfg, ["agents_s6"]) == "no paper size declared; 64 replicas by the budget: costly"
+    exp["seeds"] = [0, 1, 2]
+    exp["paper_size"]["budget"]["seeds"] = "stale"
+    assert describe_size(cfg, ["agents_s6"]) == "no paper size declared; 64 replicas by the budget: costly"
+    exp["seeds"] = [0]
+    assert describe_size(cfg, ["agents_s6"]) == ("no paper size declared; 1 seed by the budget (3 decide a "
+                                                 "comparison): stale; 64 replicas by the budget: costly")
+    exp["paper_size"] = {"source": "slides", "rounds": 300, "budget": {"replicas": "costly"}}
+    assert describe_size(cfg, ["agents_s6"]) == "at the paper's size (slides); 64 replicas by the budget: costly"

@@ -75,6 +75,7 @@ def exponent(small: float, large: float):
 
 class CommunicationComplexity(Rule):
     name = "communication_complexity"
+    across_seeds = True
     summary = "rounds to reach eps^2 against eps: SCAFFLSA's independent of eps (beyond the log), FedLSA's like 1/eps"
     params_schema = {"type": "object", "additionalProperties": False, "required": ["eps_sq"], "properties": {
         "eps_sq": {"type": "object", "additionalProperties": {"type": "number", "exclusiveMinimum": 0},
