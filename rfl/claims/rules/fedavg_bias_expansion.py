@@ -16,7 +16,12 @@ compared as a vector (a sign error would pass a ratio of norms): rel. error
 eta's rel. error is within ``rel_tol`` and the remainder ||measured - predicted|| is of
 higher order (log-log slope over the resolved cells >= ``min_slope``, default 1.5: the paper's
 remainder is O(eta^{3/2} H + eta^2 H^2)); partly when it is but the smallest eta is still beyond
-``rel_tol``; not when it is not (a wrong constant or sign leaves a remainder of order eta). Fewer
+``rel_tol``; not when it is not (a wrong constant or sign leaves a remainder of order eta). The
+order is read only from remainders beyond ``Z_REMAINDER`` standard errors of 0; when none
+stands out and, at the smallest resolved eta, the remainder's upper bound (remainder +
+Z_REMAINDER se) is within ``rel_tol`` x the prediction, the first-order term holds to
+``rel_tol`` and the remainder is bounded instead of measured: reproduced; otherwise
+undecided. Fewer
 than two resolved cells (one for ``exact``): undecided, with the seeds x rounds that would
 resolve the smallest eta (the standard error falls as 1 / sqrt(seeds x rounds)).
 """
@@ -165,6 +170,22 @@ class FedAvgBiasExpansion(Rule):
         # (> Z_REMAINDER standard errors): a slope through remainders within noise of 0 measures
         # the noise, not the expansion's next order
         standing = [r for r in resolved if r["remainder"] > Z_REMAINDER * r["se"]]
+        w = resolved[-1]                        # the smallest resolved eta
+        bound = (w["remainder"] + Z_REMAINDER * w["se"]) / w["norm_predicted"]
+        if not standing and bound <= p["rel_tol"]:
+            # no remainder stands out of its noise, and at the smallest resolved eta even its
+            # upper bound is within rel_tol: the first-order term holds to rel_tol there (as the
+            # branch below asks of the point estimate); the remainder is too small to measure its
+            # order, which bounds it instead
+            notes.append(f"no resolved remainder lies beyond {Z_REMAINDER:g} standard errors of 0; at the "
+                         f"smallest resolved eta = {w['eta']:g} the remainder is at most {bound:.3g} x the "
+                         f"prediction: the prediction holds to first order within rel_tol; the remainder's "
+                         f"order is bounded, not measured.")
+            margin = (f"eta = {w['eta']:g}: relative error {w['rel_error']:.3g} + {Z_REMAINDER:g} x "
+                      f"{w['se'] / w['norm_predicted']:.2g} = {bound:.3g}, claim <= {p['rel_tol']:g}, no "
+                      f"remainder beyond {Z_REMAINDER:g} standard errors ({len(resolved)} of {len(rows)} "
+                      f"step sizes resolved)")
+            return Judgement(REPRODUCED, table, notes, None, margin)
         if len(standing) < 2:
             smallest = resolved[-1]
             factor = (Z_REMAINDER * smallest["se"] / (p["rel_tol"] * smallest["norm_predicted"])) ** 2
