@@ -155,6 +155,8 @@ OUTPUT_PATTERNS = [re.compile(p) for p in (
     rf"results/runs/{NAME}/{NAME}\.(csv|meta\.json)",
     rf"figures/{NAME}\.(pdf|png)",
     rf"paper_tables/{NAME}\.(csv|md|tex)|paper_tables/REPRODUCTION\.(md|html)|paper_tables/claims\.json",
+    r"paper_tables/summary\.rst",
+    r"results/results\.(parquet|csv)",
     r"paper_tables/claims/[a-z0-9_-]+\.html",
     rf"datasets/school/{sch.ILEA_FILENAME}",
     rf"logs/({NAME}/)*{NAME}\.log",
@@ -223,6 +225,10 @@ def audit(root: Path) -> tuple[list[str], list[Path]]:
                 assert arrays, "empty archive"
             elif path.suffix == ".pdf":
                 assert data.startswith(b"%PDF") and b"%%EOF" in data[-1024:], "truncated PDF"
+            elif path.suffix == ".parquet":
+                assert data[:4] == b"PAR1" and data[-4:] == b"PAR1", "truncated Parquet"
+            elif path.suffix == ".rst":
+                assert data.strip(), "empty"
             elif path.suffix == ".png":
                 assert data.startswith(b"\x89PNG\r\n\x1a\n") and data.endswith(b"IEND\xaeB`\x82"), \
                     "truncated PNG"
