@@ -121,7 +121,7 @@ def describe_size(config: dict, experiments) -> str:
     rows = []                                   # (experiment, source, differences as text, budget)
     for e in experiments:
         declared = config["experiments"][e].get("paper_size")
-        if declared is not None and not set(declared) - set(NOT_SIZES):
+        if declared is not None and "budget" in declared and not set(declared) - set(NOT_SIZES):
             declared = None                     # a budget, and no size of the source's
         source = None if declared is None else declared["source"]
         diffs = size_differences(config, e) if declared is not None else []

@@ -329,6 +329,14 @@ def _output_cases(d: Path):
         ("lsa", "--figures", ["lsa", spec, d / "o.csv", run, "--figures", d / "f.svg"]),
         ("reproduction", "OUT_MD", ["reproduction", spec, d / "o.txt"]),
         ("performance", "OUT_CSV", ["performance", spec, d / "o.json"]),
+        ("bench-runs", "--tables", ["bench-runs", "--steps", d / "o.json", "--specs", spec, "--data", npz,
+                                    "--references", npz, "--tables", d / "o.txt", "--metas", d / "o.meta.json"]),
+        ("bench-runs", "--metas", ["bench-runs", "--steps", d / "o.json", "--specs", spec, "--data", npz,
+                                   "--references", npz, "--tables", d / "o.csv", "--metas", d / "o.yaml"]),
+        ("leaderboard", "OUT_CSV", ["leaderboard", spec, d / "o.txt", run]),
+        ("results", "OUT_PARQUET", ["results", d / "o.txt", run]),
+        ("merge", "OUT_PARQUET", ["merge", run, "-o", d / "o.txt"]),
+        ("compare", "OUT_MD", ["compare", spec, spec, "-o", d / "o.txt"]),
     ]
 
 

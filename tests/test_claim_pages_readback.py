@@ -297,7 +297,8 @@ def test_claims_json_holds_the_judged_records_with_numpy_numbers_as_numbers(tmp_
                          "ok": np.bool_(False)}])
     monkeypatch.setattr(judge, "judge_all", lambda spec: [rec])
     monkeypatch.setattr(judge, "sections", lambda results: ["## Figure 9"])
-    monkeypatch.setattr(judge, "summary", lambda results: ["(summary)"])
+    from rfl.reporting import triage
+    monkeypatch.setattr(triage, "summary_lines", lambda config, results: ["(summary)"])
     out_md = tmp_path / "REPRODUCTION.md"
     reproduction.write_report({"runs": {}, "config": {}}, out_md)
     (back,) = json.loads(out_md.with_name("claims.json").read_text())
@@ -315,7 +316,7 @@ def test_claims_json_holds_the_judged_records_with_numpy_numbers_as_numbers(tmp_
 def test_evidence_cells_hold_the_rows_values_and_nothing_stands_between_them():
     rows = [{"method": "RFedAGS-K=1", "levelled": True, "rate": 0.5}, {"method": "RSD", "levelled": False}]
     page = Page(cp.document("t", cp.claim_html(_record("c", REPRODUCED, rows=rows))))
-    assert page.cells == ["method", "levelled", "rate", "RFedAGS-K=1", "yes", "0.5", "RSD", "no", "nan"]
+    assert page.cells == ["method", "levelled", "rate", "RFedAGS-K=1", "yes", "0.5", "RSD", "no", "n/a"]
     assert page.stray == []
 
 

@@ -42,7 +42,7 @@ def test_a_scalar_K_names_a_cell_as_a_one_element_list_does():
     cfg = config_for([row()])
     cfg["experiments"]["e0"]["methods"] = [{"algorithm": "fedavg", "K": 4}, {"algorithm": "scafflsa", "K": [4, 8]}]
     assert lsa_cells.experiment_cells(Evidence({"config": cfg}, ["e0"])) == \
-        [("exact", "heterogeneous", 2, 0.5, 4), ("exact", "heterogeneous", 2, 0.5, 8)]
+        [("exact", "heterogeneous", 2, 0.5, 4, 0), ("exact", "heterogeneous", 2, 0.5, 8, 0)]   # (..., H, replicas: 0 = one chain)
 
 
 def test_improves_by_factor_row_shows_the_rounds_run(tmp_path):

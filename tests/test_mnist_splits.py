@@ -225,9 +225,11 @@ def test_report_names_the_images_each_experiment_used(tmp_path):
     from rfl.problems.pca_sphere import IMAGES
     from rfl.reporting.reproduction import data_lines
 
+    from rfl.testing.run_files import write_run
+
     def run(name, data):
         csv = tmp_path / f"{name}.csv"
-        io.run_meta_path(csv).write_text(json.dumps({"data": data}))
+        write_run(csv, {"excess_risk": np.ones(2)}, {}, **({"data": data} if data else {}))
         return str(csv)
 
     spec = {"runs": {"b_exp": [run("b", {"images": "test", "images_note": IMAGES["test"]})],

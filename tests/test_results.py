@@ -56,6 +56,7 @@ def _raw_config(out, experiments=EXPERIMENTS) -> dict:
                        if SMOKE["figures"][f]["experiment"] in experiments}}
     if set(experiments) == set(EXPERIMENTS):
         cfg["claims"] = {c: SMOKE["claims"][c] for c in CLAIMS}
+        cfg["sources"] = copy.deepcopy(SMOKE["sources"])     # the sources the claims name
     return cfg
 
 
