@@ -219,6 +219,16 @@ class _Version(argparse.Action):
         parser.exit(0)
 
 
+def _aligned_runs(p: argparse.ArgumentParser) -> None:
+    """The aligned lists of ``rfl runs`` and ``rfl bench-runs``: one spec, data, reference,
+    table and metadata path per run (their lengths are checked in ``_main``)."""
+    p.add_argument("--specs", nargs="+", type=_existing, required=True)
+    p.add_argument("--data", nargs="+", type=_npz, required=True)
+    p.add_argument("--references", nargs="+", type=_npz, required=True)
+    p.add_argument("--tables", nargs="+", required=True)
+    p.add_argument("--metas", nargs="+", required=True)
+
+
 def build_parser(from_results: bool = False) -> argparse.ArgumentParser:
     """rfl's parser; ``from_results``: the command line gives ``--results``, so run tables are
     names in that results table and need no file."""
@@ -274,11 +284,7 @@ def build_parser(from_results: bool = False) -> argparse.ArgumentParser:
                    "(default: OUT/results/flower/EXPERIMENT/, OUT the config's output_dir)")
     p.add_argument("--num-cpus", type=int, default=1, help="cores the simulation engine may use")
     p = command("runs", "execute several runs in one process (aligned lists)")
-    p.add_argument("--specs", nargs="+", type=_existing, required=True)
-    p.add_argument("--data", nargs="+", type=_npz, required=True)
-    p.add_argument("--references", nargs="+", type=_npz, required=True)
-    p.add_argument("--tables", nargs="+", required=True)
-    p.add_argument("--metas", nargs="+", required=True)
+    _aligned_runs(p)
     p = command("figure", "draw one experiment's figure")
     p.add_argument("spec", type=_existing, help="the figure's spec (JSON), "
                    "results/specs/figures/<figure>.json")
@@ -368,11 +374,7 @@ def build_parser(from_results: bool = False) -> argparse.ArgumentParser:
     p = command("bench-runs", "a benchmark problem's reported runs at the chosen steps")
     p.add_argument("--steps", required=True, help="the chosen steps written here (.json)")
     p.add_argument("--tuning", nargs="*", type=_run_table, default=[], help="the problem's grid runs")
-    p.add_argument("--specs", nargs="+", type=_existing, required=True)
-    p.add_argument("--data", nargs="+", type=_npz, required=True)
-    p.add_argument("--references", nargs="+", type=_npz, required=True)
-    p.add_argument("--tables", nargs="+", required=True)
-    p.add_argument("--metas", nargs="+", required=True)
+    _aligned_runs(p)
     p = command("leaderboard", "write the benchmark's leaderboard and performance profiles")
     p.add_argument("spec", type=_existing, help=spec_help)
     p.add_argument("out_csv", help="the leaderboard written (.csv; .md, .html and profile.* beside)")
