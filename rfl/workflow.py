@@ -146,6 +146,15 @@ def _reachable(raw: str) -> bool:
     return sources.url_reachable(school.ILEA_URL) if raw == "school" else sources.reachable(raw)
 
 
+def paper_only(config: dict) -> dict[str, str]:
+    """experiment -> why ``config`` leaves it to config/paper.yaml (its ``paper_only``): its cost
+    at a size that decides its claims. Like an experiment whose data are absent it has no runs
+    and no figure; its claims are judged without it, or undecided with config/paper.yaml as
+    what decides them (``rfl.claims.judge``)."""
+    return {name: exp["paper_only"] for name, exp in config["experiments"].items()
+            if exp.get("paper_only")}
+
+
 def without_skipped(config: dict, skipped) -> dict:
     """``config`` without the figures of the experiments in ``skipped`` (``absent_data``), and
     without the tables and studies that read one of them (Table 2, heterogeneity, lsa): what
@@ -183,7 +192,11 @@ class Plan:
         #: experiment -> why it is not run (``absent_data``): no runs, no figure; its claims
         #: are reported as not run
         self.skipped = dict(skipped or {})
-        self.config = config = without_skipped(config, self.skipped)
+        #: experiment -> why only config/paper.yaml runs it (``paper_only``)
+        self.paper_only = paper_only(config)
+        #: every experiment this config does not run: data absent or left to config/paper.yaml
+        self.left_out = {**self.skipped, **self.paper_only}
+        self.config = config = without_skipped(config, self.left_out)
         self.configfiles = [os.path.relpath(f) if os.path.isabs(f) else str(f) for f in configfiles]
         self.paper = paper
         self.out = config["output_dir"]
@@ -196,10 +209,10 @@ class Plan:
         #: then no rule needs a run file, so nothing is run (``run_inputs``, ``from_results``)
         self.results_table = config.get("results")
         self.runs = {(r["experiment"], r["run_id"]): r for r in rflconfig.expand_runs(config)
-                     if r["experiment"] not in self.skipped}
+                     if r["experiment"] not in self.left_out}
         #: the experiments with a sweep (rfl/sweeps.py): each gets a figure and table of its own
         self.swept = [e for e, exp in self.experiments.items()
-                      if rflconfig.is_swept(exp) and e not in self.skipped]
+                      if rflconfig.is_swept(exp) and e not in self.left_out]
         self.specs_dir = self.path("results/specs/")
         self.school_raw = config["school"]["cache_dir"].rstrip("/") + "/" + ILEA_FILENAME
         # raw input name (a problem's ``raw_inputs``) -> the file the workflow fetches for it
@@ -412,7 +425,7 @@ class Plan:
     def _figure_tables(self, figure: str) -> list[str]:
         fig = self.figures[figure]
         names = dict.fromkeys([fig["experiment"], *fig.get("sweep", [])])
-        return [t for e in names if e not in self.skipped for t in self.run_tables(e)]
+        return [t for e in names if e not in self.left_out for t in self.run_tables(e)]
 
     def figure_category(self, wildcards) -> str:
         """The figure's category in the report's menu (its report_category, numbered)."""
@@ -469,7 +482,7 @@ class Plan:
         return {"config": self.config, "paper": self.paper,
                 "claim_order": list(self.config.get("claims", {})), "configfiles": self.configfiles,
                 "figure_order": list(self.figures), "source_order": list(self.config.get("sources", {})),
-                "skipped": self.skipped,
+                "skipped": self.skipped, "paper_only": self.paper_only,
                 **({"results": self.results_table} if self.results_table else {}),
                 "runs": {e: self.run_tables(e) for e in self.experiments},
                 "tables": {"table1": self.path("paper_tables/table1_parameters.csv"),

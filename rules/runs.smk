@@ -4,7 +4,7 @@
 # run files, listed.
 
 for _experiment in PLAN.experiments:
-    if _experiment in PLAN.skipped:      # data absent: no runs, no rule (rfl/workflow.py)
+    if _experiment in PLAN.left_out:     # data absent or paper_only: no runs, no rule (rfl/workflow.py)
         continue
 
     rule:

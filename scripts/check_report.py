@@ -282,7 +282,7 @@ def main(argv=None) -> int:
 
     from rfl import config as rflconfig
     from rfl.reporting.claim_pages import pages
-    from rfl.workflow import absent_data, without_skipped
+    from rfl.workflow import absent_data, paper_only, without_skipped
 
     chromium = find_chromium(args.chromium)
     if chromium is None:
@@ -308,7 +308,7 @@ def main(argv=None) -> int:
               f"`snakemake --configfile {args.configfile}` first", file=sys.stderr)
         return 2
     skipped = absent_data(config)
-    config = without_skipped(config, skipped)
+    config = without_skipped(config, {**skipped, **paper_only(config)})
     report = args.report or Path(config["output_dir"]) / "report.html"
     if args.no_generate and not report.exists():
         print(f"check_report: error: --no-generate, and {report} does not exist", file=sys.stderr)

@@ -41,6 +41,8 @@ def _short(config: dict) -> dict[str, list[str]]:
         need = claim_params(claim).get("min_seeds", S.MIN_SEEDS)
         for e in Evidence({"config": config}, claim["experiments"]).names():
             exp = config["experiments"][e]
+            if exp.get("paper_only"):           # not run here: config/paper.yaml runs it
+                continue
             if len(exp["seeds"]) * exp.get("replicas", 1) < need:
                 out.setdefault(e, []).append(cid)
     return out

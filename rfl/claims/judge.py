@@ -46,19 +46,25 @@ def judge_claim(spec: dict, cid: str, claim: dict, setting: tuple | None = None,
     rule = RULES[claim["rule"]]()
     params = claim_params(claim)
     evidence = Evidence(spec, claim["experiments"], setting, groups)
-    skipped = spec.get("skipped") or {}
-    absent = [e for e in evidence.names() if e in skipped]
-    kept = [e for e in claim["experiments"] if e not in skipped] \
+    skipped = spec.get("skipped") or {}          # data absent (rfl.workflow.absent_data)
+    paper = spec.get("paper_only") or {}         # left to config/paper.yaml (rfl.workflow.paper_only)
+    left = {**skipped, **{e: f"it runs in config/paper.yaml only ({why})" for e, why in paper.items()}}
+    absent = [e for e in evidence.names() if e in left]
+    kept = [e for e in claim["experiments"] if e not in left] \
         if isinstance(claim["experiments"], list) else []
-    if absent and not kept:
+    if absent and not kept and any(e in skipped for e in absent):
         judgement = Judgement(NOT_RUN if rule.judges else None,
-                              notes=[f"Not run: {skipped[e]}." for e in absent],
+                              notes=[f"Not run: {left[e]}." for e in absent],
                               decide="its data files: " + "; ".join(
-                                  skipped[e].split(": ", 1)[1] for e in absent))
+                                  skipped[e].split(": ", 1)[1] for e in absent if e in skipped))
+    elif absent and not kept:
+        judgement = Judgement(UNDECIDED if rule.judges else None,
+                              notes=[f"Not run here: {e}, {left[e]}." for e in absent],
+                              decide="config/paper.yaml, which runs " + ", ".join(absent))
     elif absent:
         judgement = rule.judge(Evidence(spec, kept, setting, groups), params)
         judgement = Judgement(judgement.verdict, judgement.rows,
-                              judgement.notes + [f"Judged without {e}, not run: {skipped[e]}."
+                              judgement.notes + [f"Judged without {e}, not run: {left[e]}."
                                                  for e in absent], judgement.decide,
                               judgement.margin)
     elif not any(spec["runs"].get(e) for e in evidence.names()):

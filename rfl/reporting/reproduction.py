@@ -52,6 +52,8 @@ def provenance(spec: dict) -> list[str]:
            *([f"- not run (data absent): " + "; ".join(
                line.split(": ", 1)[0].removeprefix("skipped ") + " (" + line.split(": ", 1)[1] + ")"
                for line in spec["skipped"].values())] if spec.get("skipped") else []),
+           *([f"- run in `config/paper.yaml` only: " + "; ".join(
+               f"{e} ({why})" for e, why in spec["paper_only"].items())] if spec.get("paper_only") else []),
            "- versions: " + ", ".join(f"{k} {v}" for k, v in sorted(versions.items())),
            f"- written: {written().isoformat(timespec='seconds')}"]
     return out
