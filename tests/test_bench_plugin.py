@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 import yaml
+from _workflow import copy_workflow  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "docs" / "examples" / "rfedags_server_step.py"
@@ -24,7 +25,6 @@ PROBLEMS = ["cpesph", "cfmspd", "mbcfsti"]
 METHOD = "rfedags_server_step:server_step=1.5"
 MID = "rfedags_server_step_server_step1p5"
 LABEL = "RFedAGS-SS (server_step=1.5)"
-WORKFLOW = ("Snakefile", "rules", "envs", "config")
 
 
 def _install(site: Path) -> None:
@@ -70,10 +70,7 @@ def test_a_plugin_strategy_on_the_benchmark_by_rfl_bench_and_by_snakemake(tmp_pa
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), str(site)]), MPLBACKEND="Agg",
                PATH=os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")]))
     env.pop("SNAKEMAKE_PROFILE", None)
-    tree = tmp_path / "wf"
-    tree.mkdir()
-    for item in WORKFLOW:
-        (shutil.copytree if (REPO / item).is_dir() else shutil.copy2)(REPO / item, tree / item)
+    tree = copy_workflow(tmp_path / "wf")
 
     def run(*args, timeout=900):
         r = subprocess.run([sys.executable, *args], cwd=tree, env=env, capture_output=True, text=True,

@@ -8,16 +8,15 @@ fails to import is one ``rfl: error:`` line and exit status 2.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import yaml
+from _workflow import WORKFLOW_NO_CONFIGS, copy_workflow  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "docs" / "examples" / "ends_below.py"
-WORKFLOW = ("Snakefile", "rules", "envs", "config/schema.yaml", "config/paper_values.yaml")
 
 
 def _install(site: Path, package: str, module: str, source: str | None) -> None:
@@ -51,10 +50,7 @@ def _config() -> dict:
 
 
 def _tree(tmp_path: Path, config: dict) -> Path:
-    tree = tmp_path / "workflow"
-    (tree / "config").mkdir(parents=True)
-    for item in WORKFLOW:
-        (shutil.copytree if (REPO / item).is_dir() else shutil.copy2)(REPO / item, tree / item)
+    tree = copy_workflow(tmp_path / "workflow", WORKFLOW_NO_CONFIGS)
     (tree / "config" / "plugin.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     return tree
 

@@ -20,6 +20,7 @@ from rfl.claims.verdicts import NOT_RUN
 from rfl.data import sources
 from rfl.reporting.reproduction import provenance
 from rfl.workflow import OFFLINE_ENV, Plan, absent_data
+from _workflow import copy_workflow  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 CIFAR_LINE = ("skipped pca_stiefel_cifar10: cifar-10-python.tar.gz not found; "
@@ -131,9 +132,7 @@ def test_the_report_header_lists_the_skipped_experiments():
 def test_the_workflow_prints_one_line_per_skipped_experiment(tmp_path):
     """A dry run of the smoke config plus the CIFAR-10 experiment, offline, without its file:
     exactly one skip line, and no job of it."""
-    from test_faults import WORKFLOW
-    for item in WORKFLOW:
-        (shutil.copytree if (REPO / item).is_dir() else shutil.copy2)(REPO / item, tmp_path / item)
+    copy_workflow(tmp_path)
     main = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
     smoke = yaml.safe_load((REPO / "config" / "smoke.yaml").read_text())
     smoke["datasets"]["cifar10_pca"] = main["datasets"]["cifar10_pca"]

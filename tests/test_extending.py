@@ -38,6 +38,7 @@ from rfl.problems.base import Problem
 from rfl.testing.reference_loops import (REFERENCE_LOOPS, PointwiseOps, reference_loop,
                                              single_point_ops)
 from rfl.testing.strategy import CONTRACT_PROBLEMS, ContractProblem, StrategyContract
+from _workflow import WORKFLOW_NO_CONFIGS, copy_workflow  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "docs" / "examples"
@@ -354,7 +355,6 @@ def test_guide_entry_points_name_the_four_groups():
 
 
 # ---- the three examples as a plug-in, run by the workflow ---------------------------------
-WORKFLOW = ("Snakefile", "rules", "envs", "config/schema.yaml", "config/paper_values.yaml")
 
 LEGEND = textwrap.dedent("""
     import json, sys
@@ -402,9 +402,7 @@ def test_plugin_runs_through_the_workflow_into_a_figure(tmp_path):
 
     site, tree = tmp_path / "site", tmp_path / "workflow"
     _install_plugin(site)
-    (tree / "config").mkdir(parents=True)
-    for item in WORKFLOW:
-        (shutil.copytree if (REPO / item).is_dir() else shutil.copy2)(REPO / item, tree / item)
+    copy_workflow(tree, WORKFLOW_NO_CONFIGS)
     config = {"output_dir": "out/", **_guide_config()}
     (tree / "config" / "plugin.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
 

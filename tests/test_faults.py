@@ -54,6 +54,8 @@ from rfl.data import school as sch
 from rfl.data.sources import SOURCES
 from rfl.runner import COLUMNS
 
+from _workflow import copy_workflow  # noqa: E402  (what a copy of the workflow needs)
+
 REPO = Path(__file__).resolve().parents[1]
 SMOKE = REPO / "config" / "smoke.yaml"
 SNAKEMAKE = shutil.which("snakemake")
@@ -62,17 +64,11 @@ RFL_CMD = [sys.executable, "-m", "rfl"]   # this interpreter's rfl, with or with
 TIMEOUT = 900                      # seconds for one smoke workflow (the machine may be busy)
 TEMP = re.compile(r"^\..+\.tmp")   # io.atomic_path: .<name>.<random>.tmp<suffix>
 FINISHED: dict[str, Path] = {}     # trees of finished workflows, shared between tests
-WORKFLOW = ("Snakefile", "rules", "envs", "config")   # what a copy of the workflow needs
 
 
 def workflow_text() -> str:
     """The Snakefile and its rules files (rules/*.smk), as one text."""
     return "\n".join(p.read_text() for p in [REPO / "Snakefile", *sorted((REPO / "rules").glob("*.smk"))])
-
-
-def _copy_items(src: Path, dest: Path, items) -> None:
-    for item in items:
-        (shutil.copytree if (src / item).is_dir() else shutil.copy2)(src / item, dest / item)
 
 
 def _mirror() -> Path | None:
@@ -115,7 +111,7 @@ def _snapshot() -> Path:
 
         snap = Path(tempfile.mkdtemp(prefix="rfl-workflow-"))
         atexit.register(shutil.rmtree, snap, ignore_errors=True)
-        _copy_items(REPO, snap, WORKFLOW)
+        copy_workflow(snap)
         shutil.copytree(REPO / "rfl", snap / "rfl", ignore=shutil.ignore_patterns("__pycache__"))
         _SNAPSHOT.append(snap)
     return _SNAPSHOT[0]
@@ -123,7 +119,7 @@ def _snapshot() -> Path:
 
 def _copy_workflow(dest: Path) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
-    _copy_items(_snapshot(), dest, WORKFLOW)
+    copy_workflow(dest, src=_snapshot())
     return dest
 
 

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_faults import WORKFLOW, _directive_blocks, workflow_text  # noqa: E402  (the fault tests' parser)
+from test_faults import _directive_blocks, workflow_text  # noqa: E402  (the fault tests' parser)
+from _workflow import WORKFLOW, copy_workflow  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = shutil.which("snakemake")
@@ -30,9 +31,7 @@ def test_every_rule_declares_threads_resources_and_a_log():
 @pytest.mark.skipif(SNAKEMAKE is None or importlib.util.find_spec("snakemake_executor_plugin_slurm") is None,
                     reason="snakemake and snakemake-executor-plugin-slurm")
 def test_slurm_profile_dry_runs_with_sized_jobs(tmp_path):
-    for item in (*WORKFLOW, "profiles"):
-        src = REPO / item
-        (shutil.copytree if src.is_dir() else shutil.copy2)(src, tmp_path / item)
+    copy_workflow(tmp_path, (*WORKFLOW, "profiles"))
     r = subprocess.run([SNAKEMAKE, "--profile", "profiles/slurm", "-n", "--configfile",
                         "config/smoke.yaml"], cwd=tmp_path, capture_output=True, text=True,
                        timeout=300)

@@ -22,7 +22,7 @@ from rfl.testing.run_files import write_run
 from rfl.workflow import LIGHT, PIN, Plan, alternatives, pinned, raw_inputs_of
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_faults import WORKFLOW  # noqa: E402  (what a copy of the workflow needs)
+from _workflow import copy_workflow  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = shutil.which("snakemake")
@@ -309,8 +309,7 @@ def test_runs_are_grouped_in_legend_order(tmp_path):
 @pytest.mark.skipif(SNAKEMAKE is None, reason="needs snakemake")
 @pytest.mark.parametrize("configfile", ["config/config.yaml", "config/smoke.yaml"])
 def test_snakemake_lint_is_clean(tmp_path, configfile):
-    for item in WORKFLOW:
-        (shutil.copytree if (REPO / item).is_dir() else shutil.copy2)(REPO / item, tmp_path / item)
+    copy_workflow(tmp_path)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p))
     env.pop("SNAKEMAKE_PROFILE", None)
     r = subprocess.run([SNAKEMAKE, "--lint", "--configfile", configfile], cwd=tmp_path, env=env,
