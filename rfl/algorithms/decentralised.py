@@ -174,8 +174,13 @@ class DecentralisedStrategy(FederatedStrategy):
         grad_evals = self.update(t, sampler, agents)
         xbar = cons.network_mean(self.manifold, self.X, self.consensus)
         metrics = {"consensus_error": cons.consensus_error(self.manifold, self.X, xbar, self.consensus),
-                   "sigma2": self.mixing.sigma2}
+                   "sigma2": self.mixing.sigma2, **self.round_metrics(xbar)}
         return RoundResult(xbar, agents, int(grad_evals), self.floats_per_round(agents.shape[0]), metrics)
+
+    def round_metrics(self, xbar) -> dict:
+        """Values of the strategy's own ``metrics`` beyond the base's after a round, at the
+        network mean ``xbar`` and the stack ``self.X`` (none here)."""
+        return {}
 
     def floats_per_round(self, s: int) -> int:
         """t consensus steps x directed edges x point size, per mixed stack."""
