@@ -179,3 +179,15 @@ def test_a_non_stochastic_matrix_file_is_refused(tmp_path):
     # a matrix of the wrong size
     (path, msg), = check({"name": "file", "path": str(row)}, "given", 3)
     assert path == ["graph", "path"] and "2 x 2" in msg
+
+
+def test_rfl_list_shows_the_graphs_and_the_weight_rules():
+    from rfl.cli import _registry_for, list_components
+    text = list_components([_registry_for("graphs"), _registry_for("weights")])
+    assert "graphs (entry-point group rfl.graphs):" in text
+    assert "weights (entry-point group rfl.weights):" in text
+    for name in ("ring", "k_ring", "erdos_renyi", "star", "complete", "hypercube", "file",
+                 "metropolis_hastings", "lazy_metropolis", "laplacian", "uniform", "given"):
+        assert f"  {name}  [rfl]" in text
+    assert "W is row-stochastic" in text and "W is doubly-stochastic" in text
+    assert _registry_for("topology") is _registry_for("graphs")

@@ -84,7 +84,7 @@ class _Component(abc.ABC):
     def summary(cls) -> str:
         options = ", ".join(f"{k}={json.dumps(v['default'])}" if "default" in v else k
                             for k, v in cls.options.items()) or "none"
-        doc = (cls.__doc__ or "").strip().split("\n")[0]
+        doc = " ".join((cls.__doc__ or "").strip().split("\n\n")[0].split())
         return f"{doc} Options: {options}"
 
 
