@@ -219,7 +219,7 @@ def _config(tmp_path, method):
     ({"algorithm": "drgta", "K": [1], "weights": "fancy"}, "methods.0.weights", "not a known weight rule"),
     ({"algorithm": "drgta", "K": [2]}, "methods.0.K", "allowed: [1]"),
     ({"algorithm": "drgta", "K": [1], "participation": 3}, "methods.0.participation", "allowed: null"),
-    ({"algorithm": "drsgd", "K": [1], "graph": ["ring", "hypercube"]}, "methods.0.graph.1.name", "power of 2"),
+    ({"algorithm": "drsgd", "K": [1], "graph": ["ring", "hypercube"]}, "methods.0.graph.1", "power of 2"),
 ])
 def test_a_bad_method_is_refused_in_one_line_naming_the_key(tmp_path, method, key, text):
     line = next(ln for ln in config_errors(_config(tmp_path, method)) if f"experiments.e.{key}:" in ln)

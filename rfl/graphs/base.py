@@ -214,8 +214,8 @@ def _check_one(spec, kind: str, n_agents: int | None) -> list[tuple[list, str]]:
     from rfl.schema import describe, first_error
 
     registry = GRAPHS if kind == "graph" else WEIGHT_RULES
-    if isinstance(spec, str):
-        spec = {"name": spec}
+    if isinstance(spec, str):                 # a bare name: its problems are the key's own
+        return [([], msg) for _, msg in _check_one({"name": spec}, kind, n_agents)]
     if not isinstance(spec, dict):
         return [([], f"{spec!r}; allowed: a {registry.kind} name or {{name: <name>, <option>: ...}}")]
     name = spec.get("name")
