@@ -52,7 +52,7 @@ TESTS = {
                  "test_batching.py", "test_hsp.py", "test_lrmc.py", "test_pca_sphere.py", "test_pca_stiefel.py",
                  "test_full_batch_products.py", "test_problem_params.py",
                  "test_problem_inputs.py", "test_fedavg_bias.py", "test_mnist_splits.py", "test_movielens.py",
-                 "test_cifar10.py", "test_pathmnist.py", "test_partbias_runner.py"],
+                 "test_cifar10.py", "test_pathmnist.py", "test_partbias_runner.py", "test_pca_eigengap.py"],
     "claims": ["test_claim_rule*.py", "test_zo_claims.py", "test_claims_*.py", "test_table2_claims.py", "test_lsa_claims.py",
                "test_lsa_workflow.py", "test_report_sections.py", "test_partial_explanations.py",
                "test_data_skip.py"],
