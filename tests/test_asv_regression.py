@@ -88,3 +88,18 @@ def test_bad_arguments_are_one_line_exit_2(argv, needle, capsys):
     assert reg.main(argv + ["--no-run"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and needle in err
+
+
+@pytest.mark.parametrize("verdicts, runs, status", [
+    ([False], 1, 0),                 # nothing worse: one run
+    ([True, False], 2, 0),           # worse once, not when measured again: a burst of load
+    ([True, True], 2, 1),            # worse twice in a row: a regression
+])
+def test_a_regression_fails_only_when_a_second_run_confirms_it(monkeypatch, verdicts, runs, status):
+    calls = []
+    monkeypatch.setattr(reg, "run", lambda base, head, regex: calls.append((base, head)) or 0)
+    answers = iter(verdicts)
+    monkeypatch.setattr(reg, "compare", lambda base, head, factor: next(answers))
+    assert reg.main(["--base", "HEAD~1", "--head", "HEAD"]) == status
+    assert len(calls) == runs
+    assert all(b != h for b, h in calls)
