@@ -16,7 +16,10 @@
 # 4. scripts/asv_dashboard.py check renders the CPESph round's graph in headless Chromium without
 #    network (skipped with a note when Chromium is absent) and needs min(N, 5) points.
 # View it with `asv preview` (or any static file server on .asv/html).
-# Cost here (2 shared cores): ~3 min to create the environment once, then ~1.5 min per commit.
+# Cost, measured on this project's shared 2-core machine (timings there are not figures): creating
+# the environment and benchmarking one commit took 3 min 10 s wall (97 CPU-s) at load ~7; seven
+# more commits took 22 min wall at load 17-20, 5.4 CPU-min in all (~45 CPU-s a commit): on an
+# idle machine expect about a minute a commit, so 5-10 commits fit well within an hour.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
