@@ -60,7 +60,9 @@ def find_chromium(explicit: str | None = None) -> str | None:
 class Browser:
     """A headless Chromium with one page, driven over the DevTools protocol."""
 
-    def __init__(self, chromium: str, width: int = 1400, height: int = 1000, timeout: float = 30.0):
+    def __init__(self, chromium: str, width: int = 1400, height: int = 1000, timeout: float = 30.0,
+                 extra_args: tuple[str, ...] = ()):
+        """``extra_args``: more Chromium switches (scripts/asv_dashboard.py: no network)."""
         from websockets.sync.client import connect
 
         self.timeout = timeout
@@ -68,7 +70,7 @@ class Browser:
         self.proc = subprocess.Popen(
             [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
              "--remote-debugging-port=0", f"--user-data-dir={self.profile}",
-             f"--window-size={width},{height}", "about:blank"],
+             f"--window-size={width},{height}", *extra_args, "about:blank"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         self._stack = contextlib.ExitStack()
         port_file = Path(self.profile) / "DevToolsActivePort"
