@@ -79,3 +79,19 @@ def test_bad_weights_refused():
     M = Euclidean(2)
     with pytest.raises(ValueError, match="sum to 1"):
         karcher_mean(M, np.zeros((1, 2, 2)), [0.5, 0.6])
+
+
+def test_karcher_mean_converges_on_spread_h2_points_where_the_unit_step_oscillates():
+    """Points of H^2 about 3 apart: the mean is stationary (its gradient ~ 0) and no farther
+    in mean squared distance than any of the points themselves."""
+    M = Lorentz(2)
+    rng = np.random.default_rng(9)
+    pts = M.exp(M.origin(12), 3.0 * M.random_tangent(rng, M.origin(12)))[None]
+    x = karcher_mean(M, pts)
+    w = np.full(12, 1 / 12)
+    assert M.norm(x, tangent_mean(M, x, pts, w))[0] < 1e-10
+
+    def f(p):
+        return np.mean(M.dist(np.repeat(p, 12, 0), pts[0]) ** 2)
+
+    assert all(f(x) <= f(pts[0, j:j + 1]) for j in range(12))
