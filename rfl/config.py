@@ -221,6 +221,11 @@ NEEDS = {
                      "inverse retraction", "{manifold} with retraction {retraction!r} has neither"),
     "nearest_point": ("a compact embedded manifold with a Euclidean projection (its nearest "
                       "point)", "{manifold} has none"),
+    "ambient_consensus": ("the ambient consensus step (mixing in the embedding space, then "
+                          "projection and retraction) and the projected network mean",
+                          "{manifold} is not an embedded submanifold with a nearest point"),
+    "frechet_consensus": ("the weighted Frechet-mean consensus step (Log and Exp)",
+                          "{manifold} has no closed-form Log"),
 }
 #: what each kind of local field (``Problem.field``) is, for messages
 FIELD_TEXT = {
@@ -325,6 +330,8 @@ def _method_errors(m: dict, here: list, cls, ds_name: str, retraction, n_agents:
         elif isinstance(s, dict):
             for path, msg in participation.check(s, n_agents):
                 msgs.append(f"config key {_key(at + path)}: {msg}")
+    for path, msg in alg.method_errors(m, n_agents):
+        msgs.append(f"config key {_key(here + path)}: {msg}")
     return msgs
 
 

@@ -272,3 +272,7 @@ MANIFOLDS = Registry("manifold", "rfl.manifolds", "rfl.manifolds", "rfl.manifold
 PARTICIPATION = Registry("participation scheme", "rfl.participation", "rfl.participation",
                          "rfl.participation.base:ParticipationScheme")
 RULES = Registry("claim rule", "rfl.claims.rules", "rfl.rules", "rfl.claims.rule:Rule")
+GRAPHS = Registry("graph", "rfl.graphs", "rfl.graphs", "rfl.graphs.base:Topology",
+                  aliases=("topology", "topologies"))
+WEIGHT_RULES = Registry("weight rule", "rfl.graphs", "rfl.weights", "rfl.graphs.base:WeightRule",
+                        aliases=("weight", "weights", "mixing"))

@@ -207,7 +207,8 @@ def execute(spec: dict, problem, x_star: np.ndarray, F_star: float, algorithm=No
     if spec.get("replicas"):
         return execute_replicas(spec, problem, x0, draws, x_star, F_star)
     algorithm = make_algorithm(spec, problem) if algorithm is None else algorithm
-    extra = list(problem.metrics)
+    extra = list(problem.metrics) + [c for c in getattr(algorithm, "metrics", {}) if c not in problem.metrics]
+    own = list(getattr(algorithm, "metrics", {}))         # the algorithm's columns (decentralised)
     base = list(COLUMNS)
     if spec.get("time"):
         base.append("time")                  # after COLUMNS: every table starts with them
@@ -219,7 +220,7 @@ def execute(spec: dict, problem, x_star: np.ndarray, F_star: float, algorithm=No
 
     rows = []
 
-    def record(t, x, grad_evals, floats, wall, participants=None):
+    def record(t, x, grad_evals, floats, wall, participants=None, metrics=None):
         ok = bool(np.all(np.isfinite(x))) and m.distance_from_manifold(x[None])[0] <= MANIFOLD_TOL
         cost = problem.cost(x) if ok else np.nan
         ok = ok and bool(np.isfinite(cost))
@@ -233,11 +234,13 @@ def execute(spec: dict, problem, x_star: np.ndarray, F_star: float, algorithm=No
                                               else np.nan)
         if weighted is not None:
             row["excess_risk_weighted"] = weighted["problem"].cost(x) - weighted["F_star"] if ok else np.nan
-        row.update(problem.extra_metrics(x) if ok else dict.fromkeys(extra, np.nan))
+        row.update(problem.extra_metrics(x) if ok else dict.fromkeys(problem.metrics, np.nan))
+        if own:
+            row.update({c: (metrics or {}).get(c, np.nan) for c in own})
         rows.append(row)
         return ok
 
-    record(0, x0, 0, 0, 0.0)
+    record(0, x0, 0, 0, 0.0, metrics=algorithm.start_metrics(x0, draws) if own else None)
     progress = Progress(f"{spec['experiment']}/{spec['run_id']}", spec["rounds"])
     wall = 0.0
     tic = time.perf_counter()
@@ -245,7 +248,7 @@ def execute(spec: dict, problem, x_star: np.ndarray, F_star: float, algorithm=No
         for t, x, counters in algorithm.iterate(x0, spec["rounds"], draws):
             wall += time.perf_counter() - tic
             if not record(t + 1, x, counters.grad_evals, counters.floats, wall,
-                          getattr(counters, "participants", None)):
+                          getattr(counters, "participants", None), getattr(counters, "metrics", None)):
                 break
             progress.update(t + 1)
             tic = time.perf_counter()
@@ -313,6 +316,12 @@ def execute_replicas(spec: dict, problem, x0, draws, x_star, F_star) -> pd.DataF
     return table
 
 
+def _algorithm_metrics(spec: dict) -> dict:
+    """The definitions of the run's algorithm's own columns (``Declared.metrics``)."""
+    from rfl.registry import ALGORITHMS
+    return dict(getattr(ALGORITHMS.get(spec["algorithm"]["name"]), "metrics", {}) or {})
+
+
 def run(spec: dict, data_npz, reference_npz, out_csv, out_meta, problem=None) -> pd.DataFrame:
     """Execute a run spec and write its metadata, then its table (each atomically).
     ``problem``: the spec's problem already loaded from ``data_npz`` (``run_setting`` shares one
@@ -343,7 +352,8 @@ def run(spec: dict, data_npz, reference_npz, out_csv, out_meta, problem=None) ->
                                       reference_method=str(ref["method"]),
                                       predictions=problem.predictions(spec),
                                       data=problem.data_notes(),
-                                      metric_definitions=dict(problem.metric_definitions),
+                                      metric_definitions={**problem.metric_definitions,
+                                                          **_algorithm_metrics(spec)},
                                       **extra))
     io.write_table(out_csv, table)
     return table

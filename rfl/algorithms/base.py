@@ -33,17 +33,21 @@ class Counters:
     grad_evals: int = 0
     floats: int = 0
     participants: np.ndarray | None = None
+    #: the latest round's extra metrics (the strategy's ``metrics`` columns), or None
+    metrics: dict | None = None
 
 
 @dataclass(frozen=True)
 class RoundResult:
     """One round's outcome: the new server point x_{t+1} (``point_shape``), the round's
-    participants (s,), and the work of this round alone (sample gradients, floats sent)."""
+    participants (s,), the work of this round alone (sample gradients, floats sent), and the
+    values of the strategy's ``metrics`` columns (None when it declares none)."""
 
     x: np.ndarray
     participants: np.ndarray
     grad_evals: int
     floats: int
+    metrics: dict | None = None
 
 
 class Declared:
@@ -70,6 +74,9 @@ class Declared:
     style: ClassVar[dict] = {"color": None, "ls": "-"}
     plot_order: ClassVar[int] = 100
     problem_labels: ClassVar[dict] = {}
+    #: run-table columns the algorithm adds beyond the runner's (name -> definition); its
+    #: rounds give their values (``RoundResult.metrics``), ``start_metrics`` those of t = 0
+    metrics: ClassVar[dict] = {}
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -141,6 +148,16 @@ class Declared:
             geometry = f" with retraction {m.retraction_name!r}" if hasattr(m, "retraction_name") else ""
             raise ValueError(f"{cls.name} cannot run on {m.name}{geometry}: missing "
                              f"{', '.join(missing)}")
+
+    @classmethod
+    def method_errors(cls, method: dict, n_agents: int | None) -> list[tuple[list, str]]:
+        """What a config's method of this algorithm gets wrong beyond its options' schemas
+        ([(key path within the method, message)]; none here)."""
+        return []
+
+    def start_metrics(self, x0, draws) -> dict:
+        """The ``metrics`` columns at t = 0 (the initial point; NaN unless overridden)."""
+        return dict.fromkeys(self.metrics, np.nan)
 
     @classmethod
     def option_defaults(cls) -> dict:
@@ -247,6 +264,7 @@ class FederatedStrategy(Declared, abc.ABC):
             counters.grad_evals += r.grad_evals
             counters.floats += r.floats
             counters.participants = r.participants
+            counters.metrics = r.metrics
             yield t, mean.update(t, x), counters
 
 

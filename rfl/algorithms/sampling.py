@@ -114,6 +114,12 @@ class Draws:
         return stream(self.seed, "participation", *self.names,
                       json.dumps(participation, sort_keys=True))
 
+    def graph_rng(self, spec: str) -> np.random.Generator:
+        """A random graph's generator (decentralised methods, ``rfl.graphs``): (seed, "graph",
+        *names, the graph and weights spec as JSON), so every method of an experiment and seed
+        with that graph runs on the same draw of it."""
+        return stream(self.seed, "graph", *self.names, spec)
+
     def child(self, name: str) -> "Draws":
         """Draws independent of these (another stream name)."""
         return Draws(self.seed, *self.names, name)

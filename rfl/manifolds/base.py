@@ -192,7 +192,8 @@ class Manifold(abc.ABC):
 
     # ---- what the manifold offers ----------------------------------------------
     #: the capabilities ``offers`` answers for; algorithms declare what they need in these words
-    CAPABILITIES = ("flat", "log", "tangent_mean", "nearest_point")
+    CAPABILITIES = ("flat", "log", "tangent_mean", "nearest_point", "ambient_consensus",
+                    "frechet_consensus")
 
     @classmethod
     def offers(cls, capability: str, retraction: str | None = None) -> bool:
@@ -204,7 +205,14 @@ class Manifold(abc.ABC):
         - ``tangent_mean``: ``log``, or an inverse of the retraction (the class implements
           ``inverse_retraction_<retraction>``; none for a name it does not know);
         - ``nearest_point``: the Euclidean projection P_M onto a compact embedded submanifold
-          (the class implements ``nearest_point``).
+          (the class implements ``nearest_point``);
+        - ``ambient_consensus``: the consensus step of the decentralised methods on an embedded
+          manifold (Chen et al. 2021, eq. (2.2)): mix the agents' points in the ambient space,
+          project the difference onto T_{x_i} M and retract; their network mean is the
+          projected ambient mean. Offered by an embedded submanifold (``EmbeddedSubmanifold``)
+          with ``nearest_point``, or a flat one (``rfl.algorithms.consensus``);
+        - ``frechet_consensus``: the weighted Frechet-mean step x_i <- Exp_{x_i}(sum_j W_ij
+          Log_{x_i}(x_j)) and the Karcher network mean: ``log``.
         """
         if capability == "flat":
             return bool(cls.FLAT)
@@ -215,6 +223,10 @@ class Manifold(abc.ABC):
             return _implements(cls, "log") or _implements(cls, f"inverse_retraction_{name}")
         if capability == "nearest_point":
             return _implements(cls, "nearest_point")
+        if capability == "ambient_consensus":
+            return issubclass(cls, EmbeddedSubmanifold) and (bool(cls.FLAT) or _implements(cls, "nearest_point"))
+        if capability == "frechet_consensus":
+            return _implements(cls, "log")
         raise ValueError(f"unknown manifold capability {capability!r}; allowed: "
                          f"{', '.join(cls.CAPABILITIES)}")
 

@@ -637,3 +637,98 @@ def rfedags_rr_loop(problem, x1, step_size, K, rounds, sampler, ops=None, burn_i
         a, b = (inductive_mean(chains[f][window]) for f in (1.0, 2.0))
         out.append(ops.tangent_exp(a, -ops.tangent_log(a, b)) if records == "extrapolation" else a)
     return out
+
+
+# ---- decentralised strategies (Chen, Garcia, Hong, Shahrampour, ICML 2021) ---------------
+def _decentralised_W(problem, graph, weights):
+    """The W of a decentralised strategy run on a plain Generator (its graph stream is
+    (0, "graph", [graph, weights] as JSON): the strategy's, so the two mix over one graph)."""
+    import json
+
+    from rfl.graphs import canonical, make_mixing
+    from rfl.random import stream
+    spec = json.dumps([canonical(graph, "graph"), canonical(weights, "weights")], sort_keys=True)
+    return make_mixing(graph, weights, problem.n_agents, stream(0, "graph", spec)).W
+
+
+def _consensus_loop(W, points, t):
+    """t plain mixing steps z_i <- sum_j W_ij z_j over a list of per-agent arrays."""
+    S = len(points)
+    for _ in range(t):
+        points = [sum(W[i, j] * points[j] for j in range(S) if W[i, j] != 0.0) for i in range(S)]
+    return points
+
+
+def _projected_mean(ops, points):
+    """P_M(1/S sum_i x_i) by the manifold's single-point nearest point."""
+    return ops.project(sum(points) / len(points))
+
+
+def _beta(step_size, beta, beta_rule, t):
+    if beta is None:
+        return step_size(t)
+    k = t + 1
+    return {"constant": beta, "1/sqrtk": beta / np.sqrt(k), "1/k": beta / k}[beta_rule]
+
+
+@reference_loop("drsgd")
+def drsgd_loop(problem, x1, step_size, K, rounds, sampler, ops=None, graph="ring",
+               weights="metropolis_hastings", consensus_steps=1, consensus_step=1.0, beta=None,
+               beta_rule="constant"):
+    """Algorithm 1 of Chen et al. (2021) agent by agent: x_i <- R_{x_i}(alpha P_{x_i}(sum_j
+    (W^t)_ij x_j - x_i) - beta_k P_{x_i}(grad f_i(x_i; batch))), W^t as t plain mixing steps;
+    returns the projected ambient means [xbar_1, ..., xbar_{T+1}]."""
+    assert K == 1
+    ops = ops or single_point_ops(problem.manifold)
+    W = _decentralised_W(problem, graph, weights)
+    S = problem.n_agents
+    x = [x1.copy() for _ in range(S)]
+    out = [x1]
+    for t in range(rounds):
+        agents = sampler.participants()
+        batches = own_batches(sampler, agents, t, 0)
+        mixed = _consensus_loop(W, x, consensus_steps)
+        b = _beta(step_size, beta, beta_rule, t)
+        new = []
+        for i in range(S):
+            cons = ops.euclidean_to_riemannian_gradient(x[i], mixed[i] - x[i])
+            g = _agent_grad(problem, ops, x[i], i, batches[i])
+            new.append(ops.retraction(x[i], consensus_step * cons - b * g))
+        x = new
+        out.append(_projected_mean(ops, x))
+    return out
+
+
+@reference_loop("drgta")
+def drgta_loop(problem, x1, step_size, K, rounds, sampler, ops=None, graph="ring",
+               weights="metropolis_hastings", consensus_steps=1, consensus_step=1.0, beta=None,
+               beta_rule="constant"):
+    """Algorithm 2 of Chen et al. (2021) agent by agent: v_i = P_{x_i}(y_i); x_i <- R_{x_i}(alpha
+    P_{x_i}(sum_j (W^t)_ij x_j - x_i) - beta v_i); y_i <- sum_j (W^t)_ij y_j + g_i(x_i^+) - g_i(x_i),
+    y_i = g_i(x_1) the full local gradient at the start, g_i(x_i^+) on the batch of draw (t, 0);
+    returns the projected ambient means."""
+    assert K == 1
+    ops = ops or single_point_ops(problem.manifold)
+    W = _decentralised_W(problem, graph, weights)
+    S = problem.n_agents
+    x = [x1.copy() for _ in range(S)]
+    g = [ops.euclidean_to_riemannian_gradient(x1, problem.local_egrad(x1[None], np.array([i]))[0])
+         for i in range(S)]
+    y = [gi.copy() for gi in g]
+    out = [x1]
+    for t in range(rounds):
+        agents = sampler.participants()
+        batches = own_batches(sampler, agents, t, 0)
+        mixed_x = _consensus_loop(W, x, consensus_steps)
+        mixed_y = _consensus_loop(W, y, consensus_steps)
+        b = _beta(step_size, beta, beta_rule, t)
+        new_x, new_g = [], []
+        for i in range(S):
+            cons = ops.euclidean_to_riemannian_gradient(x[i], mixed_x[i] - x[i])
+            v = ops.euclidean_to_riemannian_gradient(x[i], y[i])
+            new_x.append(ops.retraction(x[i], consensus_step * cons - b * v))
+            new_g.append(_agent_grad(problem, ops, new_x[i], i, batches[i]))
+        y = [mixed_y[i] + new_g[i] - g[i] for i in range(S)]
+        x, g = new_x, new_g
+        out.append(_projected_mean(ops, x))
+    return out

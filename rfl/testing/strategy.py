@@ -177,8 +177,19 @@ class StrategyContract:
     def build(self, cls, case: Case, problem, participation):
         from rfl.algorithms import Fixed
         B = min(self.batch_size, int(np.min(problem.local_sizes)))
-        return cls(problem, Fixed(case.problem.alpha), self.K, B, participation,
+        return cls(problem, Fixed(case.problem.alpha), self.K_for(cls), B, participation,
                    **self.options_for(cls))
+
+    def K_for(self, cls) -> int:
+        """The local steps a strategy runs with: ``K``, and 1 for a decentralised strategy (one
+        gradient step per round, ``rfl.algorithms.decentralised``)."""
+        return 1 if getattr(cls, "decentralised", False) else self.K
+
+    @staticmethod
+    def skip_partial(cls, partial: bool) -> None:
+        """A decentralised strategy has every agent in every round: no partial case."""
+        if partial and getattr(cls, "decentralised", False):
+            pytest.skip(f"{cls.name}: decentralised, every agent takes part in every round")
 
     def x0(self, problem):
         return problem.initial_point(np.random.default_rng(self.seed + 1))
@@ -198,6 +209,7 @@ class StrategyContract:
         from rfl.algorithms import AgentSampler, Fixed
         from rfl.testing.reference_loops import REFERENCE_LOOPS
         cls, problem = self.setup_case(case)
+        self.skip_partial(cls, partial)
         loop = REFERENCE_LOOPS.get(case.name)
         if loop is None:
             why = (f"{case.name}: no reference loop registered; define one with "
@@ -210,7 +222,7 @@ class StrategyContract:
         x0 = self.x0(problem)
         vec, _ = self.run(alg, x0, self.rounds, self.seed)
         sampler = AgentSampler(np.random.default_rng(self.seed), problem.local_sizes, alg.batch_size, s)
-        ref = loop(problem, x0, Fixed(case.problem.alpha), self.K, self.rounds, sampler,
+        ref = loop(problem, x0, Fixed(case.problem.alpha), alg.K, self.rounds, sampler,
                    **self.options_for(cls))
         scale = max(1.0, float(np.abs(np.array(ref)).max()))
         np.testing.assert_allclose(np.array(vec), np.array(ref), rtol=0, atol=1e-12 * scale)
@@ -219,6 +231,7 @@ class StrategyContract:
     @pytest.mark.parametrize("partial", [False, True], ids=["all-agents", "partial"])
     def test_rounds_add_up_to_iterate(self, case, partial):
         cls, problem = self.setup_case(case)
+        self.skip_partial(cls, partial)
         s = self.partial(problem) if partial else None
         x0 = self.x0(problem)
         xs, counts = self.run(self.build(cls, case, problem, s), x0, self.rounds, self.seed)
@@ -252,7 +265,7 @@ class StrategyContract:
 
     def test_deterministic_for_a_seed(self, case):
         cls, problem = self.setup_case(case)
-        s = self.partial(problem)
+        s = None if getattr(cls, "decentralised", False) else self.partial(problem)
         x0 = self.x0(problem)
         alg = self.build(cls, case, problem, s)
         a, ca = self.run(alg, x0, self.rounds, self.seed)
