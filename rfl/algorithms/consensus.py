@@ -63,18 +63,17 @@ def projected_mean(manifold, X: np.ndarray) -> np.ndarray:
 
 
 def karcher_mean(manifold, X: np.ndarray, tol: float = KARCHER_TOL, steps: int = KARCHER_STEPS) -> np.ndarray:
-    """The Karcher mean argmin_y sum_i dist(y, x_i)^2 by the fixed point y <- Exp_y(1/S sum_i
-    Log_y(x_i)) from x_1 (Karcher 1977; converges for points in a ball of radius below the
-    convexity radius): ``point_shape``."""
-    S = X.shape[0]
-    y = X[:1]
-    for _ in range(steps):
-        u = manifold.log(np.repeat(y, S, axis=0), X).mean(axis=0, keepdims=True)
-        size = manifold.norm(y, u)[0]
-        y = manifold.exp(y, u)
-        if size <= tol:
-            break
-    return y[0]
+    """The Karcher mean argmin_y sum_i dist(y, x_i)^2 by Riemannian gradient descent from x_1
+    with the curvature-bounded step of ``rfl.manifolds.frechet.karcher_mean`` (Karcher's unit
+    step y <- Exp_y(1/S sum_i Log_y(x_i)) where the curvature is >= 0; on H^d and SPD the unit
+    step overshoots spread points and oscillates): ``point_shape``. After ``steps`` steps
+    the last iterate is returned."""
+    from rfl.manifolds.frechet import karcher_mean as frechet_karcher_mean
+
+    try:
+        return frechet_karcher_mean(manifold, X[None], x0=X[:1], tol=tol, max_iter=steps)[0]
+    except RuntimeError as unfinished:
+        return unfinished.args[1][0]
 
 
 def network_mean(manifold, X: np.ndarray, geometry: str) -> np.ndarray:

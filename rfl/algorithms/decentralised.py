@@ -83,6 +83,14 @@ class DecentralisedStrategy(FederatedStrategy):
                              f"agent in every round; allowed: null")
         super().__init__(problem, step_size, K, batch_size, None, **options)
         self.mixing = None
+        # a problem's per-agent metrics (``agent_metric_names``: streaming PCA's MSD, the
+        # dynamic Frechet mean's regret) are columns of every decentralised run on it
+        names = tuple(getattr(problem, "agent_metric_names", ()))
+        cumulative = dict(getattr(problem, "cumulative_metrics", {}))
+        if names:
+            definitions = getattr(problem, "metric_definitions", {})
+            self.metrics = {**type(self).metrics,
+                            **{n: definitions.get(n, n) for n in names + tuple(cumulative)}}
 
     # ---- graph and mixing ----------------------------------------------------------------
     @classmethod
@@ -134,8 +142,20 @@ class DecentralisedStrategy(FederatedStrategy):
         return super().sampler(rng)
 
     def start_metrics(self, x0, draws) -> dict:
-        """The metrics of the row t = 0 (every agent at x0)."""
-        return {"consensus_error": 0.0, "sigma2": self.make_mixing(draws).sigma2}
+        """The metrics of the row t = 0 (every agent at its start, ``initial_stack``); a
+        problem's per-agent metrics measured before a step (``agent_metrics_before_step``)
+        have no value yet, their cumulative sums are 0."""
+        out = {"consensus_error": 0.0, "sigma2": self.make_mixing(draws).sigma2}
+        if hasattr(self.problem, "agent_metrics"):
+            if getattr(self.problem, "agent_metrics_before_step", False):
+                out.update({c: 0.0 for c in getattr(self.problem, "cumulative_metrics", {})})
+            else:
+                out.update(self.problem.agent_metrics(self.initial_stack(x0), 0))
+        if hasattr(self.problem, "initial_stack"):
+            X = self.initial_stack(x0)
+            xbar = cons.network_mean(self.manifold, X, self.consensus)
+            out["consensus_error"] = cons.consensus_error(self.manifold, X, xbar, self.consensus)
+        return out
 
     # ---- the round -----------------------------------------------------------------------
     def gradient_step(self, t: int) -> float:
@@ -147,9 +167,18 @@ class DecentralisedStrategy(FederatedStrategy):
         b0, k = float(self.beta), t + 1
         return {"constant": b0, "1/sqrtk": b0 / np.sqrt(k), "1/k": b0 / k}[self.beta_rule]
 
+    def initial_stack(self, x0) -> np.ndarray:
+        """x_i = x0 for every agent, or the problem's own start per agent where it has one
+        (``initial_stack()``: the DPRGD notebook's local means): ``(S, *shape)``."""
+        own = getattr(self.problem, "initial_stack", None)
+        if own is not None:
+            return np.array(own(), dtype=float)
+        return np.repeat(np.asarray(x0)[None], self.problem.n_agents, axis=0)
+
     def reset(self, x0):
-        """x_i = x0 for every agent; subclasses set up their other stacks (``start``)."""
-        self.X = np.repeat(np.asarray(x0)[None], self.problem.n_agents, axis=0)
+        """The agents' start (``initial_stack``); subclasses set up their other stacks (``start``)."""
+        self.X = self.initial_stack(x0)
+        self._cumulative = {c: 0.0 for c in getattr(self.problem, "cumulative_metrics", {})}
         self.start()
 
     def start(self) -> None:
@@ -159,10 +188,19 @@ class DecentralisedStrategy(FederatedStrategy):
         """The consensus direction of X under W^t (``rfl.algorithms.consensus``)."""
         return cons.consensus_direction(self.manifold, X, self.Wt, self.consensus)
 
+    def batches(self, agents, t, sampler):
+        """The samples of iteration t: a streaming problem's step t (``stream_batch``: a fresh
+        sample per agent per step, the same for every method), else the batches of draw
+        (t, 0), shared with every method of the experiment. ``(S, B)``."""
+        stream = getattr(self.problem, "stream_batch", None)
+        if stream is not None:
+            return stream(t)[np.asarray(agents)]
+        return sampler.batches(agents, t, 0)
+
     def gradients(self, X, agents, t, sampler) -> np.ndarray:
         """Each agent's mini-batch Riemannian gradient at its own point: ``(S, *shape)``
-        (the batches of draw (t, 0), shared with every method of the experiment)."""
-        return self.problem.minibatch_rgrad(X, agents, sampler.batches(agents, t, 0))
+        (``batches``)."""
+        return self.problem.minibatch_rgrad(X, agents, self.batches(agents, t, sampler))
 
     @abc.abstractmethod
     def update(self, t: int, sampler, agents: np.ndarray) -> int:
@@ -171,10 +209,19 @@ class DecentralisedStrategy(FederatedStrategy):
 
     def round(self, x_t, t, sampler):
         agents = sampler.participants()
+        problem = self.problem
+        before = (hasattr(problem, "agent_metrics")
+                  and getattr(problem, "agent_metrics_before_step", False))
+        agent = problem.agent_metrics(self.X, t) if before else {}
         grad_evals = self.update(t, sampler, agents)
+        if hasattr(problem, "agent_metrics") and not before:
+            agent = problem.agent_metrics(self.X, t)
+        for c, of in getattr(problem, "cumulative_metrics", {}).items():
+            self._cumulative[c] += agent[of]
+            agent[c] = self._cumulative[c]
         xbar = cons.network_mean(self.manifold, self.X, self.consensus)
         metrics = {"consensus_error": cons.consensus_error(self.manifold, self.X, xbar, self.consensus),
-                   "sigma2": self.mixing.sigma2, **self.round_metrics(xbar)}
+                   "sigma2": self.mixing.sigma2, **agent, **self.round_metrics(xbar)}
         return RoundResult(xbar, agents, int(grad_evals), self.floats_per_round(agents.shape[0]), metrics)
 
     def round_metrics(self, xbar) -> dict:

@@ -72,7 +72,7 @@ def karcher_mean(manifold: Manifold, points: np.ndarray, weights=None, x0: np.nd
     """The weighted Fréchet mean of each agent's m points by Riemannian gradient descent on
     (1/2) sum_j w_j d^2(., y_j) from ``x0`` (default: each agent's first point), until the
     gradient norm ||sum_j w_j Log_x y_j||_x is below ``tol`` times (1 + the mean distance to
-    the points) for every agent; RuntimeError after ``max_iter`` steps. ``(S, *point_shape)``.
+    the points) for every agent; RuntimeError(message, last iterate) after ``max_iter`` steps. ``(S, *point_shape)``.
 
     Step 1 / sum_j w_j zeta(sqrt(kappa) d(x, y_j)), zeta(t) = t coth t and -kappa the lowest
     sectional curvature (``NEGATIVE_CURVATURE``): the Hessian's eigenvalues lie in
@@ -94,4 +94,4 @@ def karcher_mean(manifold: Manifold, points: np.ndarray, weights=None, x0: np.nd
         x = manifold.exp(x, step.reshape(shape) * v)
     g = manifold.norm(x, tangent_mean(manifold, x, points, w))
     raise RuntimeError(f"Karcher mean on {manifold.name}: gradient norm {g.max():.2e} > {tol:g} "
-                       f"(relative) after {max_iter} steps")
+                       f"(relative) after {max_iter} steps", x)
