@@ -598,8 +598,10 @@ def _figure_and_table_errors(config: dict) -> list[str]:
                             f"allowed: experiments with step.rule fixed (one step size each)")
         problem = config["datasets"][exps[fig["experiment"]]["dataset"]]["problem"]
         exp = exps[fig["experiment"]]
+        own = tuple(dict.fromkeys(c for m in exp.get("methods", []) if m.get("algorithm") in ALGORITHMS
+                                  for c in ALGORITHMS[m["algorithm"]].metrics))   # decentralised columns
         allowed = (BASE_METRICS + (("excess_risk_weighted",) if exp.get("weighted_objective") else ())
-                   + tuple(PROBLEMS[problem].metrics))
+                   + tuple(PROBLEMS[problem].metrics) + own)
         for i, x in enumerate(fig.get("x", ["round"])):
             if x == "time" and not exp.get("time"):
                 msgs.append(f"config key {_key(where + ['x', i])}: 'time' needs a time model; "

@@ -46,11 +46,15 @@ DECENTRALISED_OPTIONS = {
                         "description": "t: communication rounds per iteration (W^t)"},
     "consensus_step": {"type": "number", "exclusiveMinimum": 0, "default": 1.0,
                        "description": "alpha: the consensus step size"},
-    "beta": {"type": ["number", "null"], "exclusiveMinimum": 0, "default": None,
-             "description": "beta_0 of the gradient step; null: the experiment's step rule"},
+    "beta": {"type": ["number", "null"], "minimum": 0, "default": None,
+             "description": "beta_0 of the gradient step; null: the experiment's step rule; 0: "
+                            "consensus alone, no gradient (the DRSGD code's batch_size = 0)"},
     "beta_rule": {"enum": ["constant", "1/sqrtk", "1/k"], "default": "constant",
                   "description": "the authors' step_size_type: beta_k = beta_0, beta_0/sqrt(k), beta_0/k "
                                  "(k = t + 1 the iteration)"},
+    "spread": {"type": "number", "minimum": 0, "default": 0.0,
+               "description": "agent i starts at R_{x0}(spread u_i), u_i a random unit tangent "
+                              "vector at x0 (0: every agent at x0, as the DRSGD/DRGTA code)"},
 }
 
 #: what the decentralised metrics are (written into each run's metadata with the problem's)
@@ -58,6 +62,8 @@ METRIC_DEFINITIONS = {
     "consensus_error": "sqrt(1/S sum_i d(x_i, xbar)^2), xbar the network mean, d the Frobenius "
                        "distance (projected mean) or the Riemannian one (Karcher mean)",
     "sigma2": "sigma_2(W), the second largest singular value of the run's mixing matrix",
+    "sigma2_t": "sigma_2(W)^t, t the consensus steps per round: the contraction of the "
+                "disagreement per round that the theory states for a doubly stochastic W",
 }
 
 
@@ -137,24 +143,39 @@ class DecentralisedStrategy(FederatedStrategy):
         return make_mixing(self.graph, self.weights, self.problem.n_agents, rng)
 
     def sampler(self, rng):
+        from rfl.random import stream
         self.mixing = self.make_mixing(rng)
         self.Wt = self.mixing.power(self.consensus_steps)
+        self._start_rng = (rng.start_rng() if hasattr(rng, "start_rng") else stream(0, "start"))
         return super().sampler(rng)
 
+    def starts(self, x0, rng) -> np.ndarray:
+        """The agents' first points: the problem's own per agent where it has them
+        (``initial_stack()``: the DPRGD notebook's local means), else x0 each, or
+        R_{x0}(spread u_i) (option ``spread``): ``(S, *point_shape)``."""
+        own = getattr(self.problem, "initial_stack", None)
+        if own is not None:
+            return np.array(own(), dtype=float)
+        X = np.repeat(np.asarray(x0)[None], self.problem.n_agents, axis=0)
+        if self.spread > 0:
+            X = self.manifold.retraction(X, self.spread * self.manifold.random_tangent(rng, X))
+        return X
+
     def start_metrics(self, x0, draws) -> dict:
-        """The metrics of the row t = 0 (every agent at its start, ``initial_stack``); a
-        problem's per-agent metrics measured before a step (``agent_metrics_before_step``)
-        have no value yet, their cumulative sums are 0."""
-        out = {"consensus_error": 0.0, "sigma2": self.make_mixing(draws).sigma2}
+        """The metrics of the row t = 0 (the agents at their ``starts``); a problem's per-agent
+        metrics measured before a step (``agent_metrics_before_step``) have no value yet, their
+        cumulative sums are 0."""
+        from rfl.random import stream
+        mixing = self.make_mixing(draws)
+        X = self.starts(x0, draws.start_rng() if hasattr(draws, "start_rng") else stream(0, "start"))
+        xbar = cons.network_mean(self.manifold, X, self.consensus)
+        out = {"consensus_error": cons.consensus_error(self.manifold, X, xbar, self.consensus),
+               "sigma2": mixing.sigma2, "sigma2_t": mixing.sigma2 ** self.consensus_steps}
         if hasattr(self.problem, "agent_metrics"):
             if getattr(self.problem, "agent_metrics_before_step", False):
                 out.update({c: 0.0 for c in getattr(self.problem, "cumulative_metrics", {})})
             else:
-                out.update(self.problem.agent_metrics(self.initial_stack(x0), 0))
-        if hasattr(self.problem, "initial_stack"):
-            X = self.initial_stack(x0)
-            xbar = cons.network_mean(self.manifold, X, self.consensus)
-            out["consensus_error"] = cons.consensus_error(self.manifold, X, xbar, self.consensus)
+                out.update(self.problem.agent_metrics(X, 0))
         return out
 
     # ---- the round -----------------------------------------------------------------------
@@ -167,17 +188,10 @@ class DecentralisedStrategy(FederatedStrategy):
         b0, k = float(self.beta), t + 1
         return {"constant": b0, "1/sqrtk": b0 / np.sqrt(k), "1/k": b0 / k}[self.beta_rule]
 
-    def initial_stack(self, x0) -> np.ndarray:
-        """x_i = x0 for every agent, or the problem's own start per agent where it has one
-        (``initial_stack()``: the DPRGD notebook's local means): ``(S, *shape)``."""
-        own = getattr(self.problem, "initial_stack", None)
-        if own is not None:
-            return np.array(own(), dtype=float)
-        return np.repeat(np.asarray(x0)[None], self.problem.n_agents, axis=0)
-
     def reset(self, x0):
-        """The agents' start (``initial_stack``); subclasses set up their other stacks (``start``)."""
-        self.X = self.initial_stack(x0)
+        """The agents' first points (``starts``); subclasses set up their other stacks
+        (``start``)."""
+        self.X = self.starts(x0, self._start_rng)
         self._cumulative = {c: 0.0 for c in getattr(self.problem, "cumulative_metrics", {})}
         self.start()
 
@@ -221,7 +235,8 @@ class DecentralisedStrategy(FederatedStrategy):
             agent[c] = self._cumulative[c]
         xbar = cons.network_mean(self.manifold, self.X, self.consensus)
         metrics = {"consensus_error": cons.consensus_error(self.manifold, self.X, xbar, self.consensus),
-                   "sigma2": self.mixing.sigma2, **agent, **self.round_metrics(xbar)}
+                   "sigma2": self.mixing.sigma2, "sigma2_t": self.mixing.sigma2 ** self.consensus_steps,
+                   **agent, **self.round_metrics(xbar)}
         return RoundResult(xbar, agents, int(grad_evals), self.floats_per_round(agents.shape[0]), metrics)
 
     def round_metrics(self, xbar) -> dict:

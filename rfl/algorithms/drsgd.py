@@ -18,6 +18,8 @@ class DRSGD(DecentralisedStrategy):
     of consensus and of a critical point of size O(beta) (their Theorem 4.5), not the point.
     One iteration here is one mini-batch step (the authors' loop runs an epoch of them per
     reported iteration, each with its consensus). Network mean: the projected ambient mean.
+    ``beta = 0``: consensus alone, no gradient (the code's ``batch_size = 0`` branch), whose
+    disagreement contracts by about sigma_2(W)^t per round near consensus.
     """
 
     name = "drsgd"
@@ -29,6 +31,9 @@ class DRSGD(DecentralisedStrategy):
 
     def update(self, t, sampler, agents):
         m = self.manifold
+        if self.beta == 0:                        # consensus alone (the code's batch_size = 0)
+            self.X = m.retraction(self.X, self.consensus_step * self.direction(self.X))
+            return 0
         rgrad = self.gradients(self.X, agents, t, sampler)
         self.X = m.retraction(self.X, self.consensus_step * self.direction(self.X)
                               - self.gradient_step(t) * rgrad)

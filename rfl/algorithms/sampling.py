@@ -120,6 +120,10 @@ class Draws:
         with that graph runs on the same draw of it."""
         return stream(self.seed, "graph", *self.names, spec)
 
+    def start_rng(self) -> np.random.Generator:
+        """The agents' spread starting points of a decentralised run: (seed, "start", *names)."""
+        return stream(self.seed, "start", *self.names)
+
     def child(self, name: str) -> "Draws":
         """Draws independent of these (another stream name)."""
         return Draws(self.seed, *self.names, name)

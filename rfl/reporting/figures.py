@@ -22,9 +22,11 @@ from rfl.registry import ALGORITHMS, PROBLEMS  # noqa: E402
 #: axis labels of the metrics every run table has; a problem adds its own (``metric_labels``)
 BASE_LABELS = {"excess_risk": "excess risk $F(x_t) - F(x^*)$", "grad_norm": r"$\|\mathrm{grad}\,F(x_t)\|$",
                "dist_to_opt": r"dist$(x_t, x^*)$", "cost": "cost $F(x_t)$",
-               "excess_risk_weighted": r"excess risk $\tilde F(x_t) - \tilde F(\tilde x^*)$ (reweighted)"}
+               "excess_risk_weighted": r"excess risk $\tilde F(x_t) - \tilde F(\tilde x^*)$ (reweighted)",
+               "consensus_error": r"consensus error $(\frac{1}{S}\sum_i d(x_i, \bar x)^2)^{1/2}$",
+               "sigma2": r"$\sigma_2(W)$", "sigma2_t": r"$\sigma_2(W)^t$"}
 FLOOR = 1e-16   # values below this (round-off) are drawn at the floor of a log axis
-LOG_METRICS = {"excess_risk", "excess_risk_weighted", "grad_norm", "dist_to_opt", "subspace_dist", "rel_error", "test_rmse",
+LOG_METRICS = {"consensus_error", "excess_risk", "excess_risk_weighted", "grad_norm", "dist_to_opt", "subspace_dist", "rel_error", "test_rmse",
                "test_rmse_refit"}
 K_FALLBACK_COLOR = "tab:blue"   # a method coloured by K that has no K
 
