@@ -743,8 +743,10 @@ def _step_batches(problem, sampler, agents, t):
     return own_batches(sampler, agents, t, 0)
 
 
-def _start_stack(problem, x1):
-    """Each agent's start: the problem's ``initial_stack()`` or x1."""
+def _start_stack(problem, x1, spread=0.0):
+    """Each agent's start: the problem's ``initial_stack()`` or x1 (these loops have no
+    spread start)."""
+    assert spread == 0.0, "the streaming reference loops start every agent at x1"
     if hasattr(problem, "initial_stack"):
         return [np.array(p) for p in problem.initial_stack()]
     return [x1.copy() for _ in range(problem.n_agents)]
@@ -769,7 +771,7 @@ def _weighted_log_sum(pw, x, points, weights):
 @reference_loop("diffusion")
 def diffusion_loop(problem, x1, step_size, K, rounds, sampler, ops=None, graph="ring",
                    weights="metropolis_hastings", consensus_steps=1, consensus_step=1.0, beta=None,
-                   beta_rule="constant"):
+                   beta_rule="constant", spread=0.0):
     """Wang et al. (2025) Algorithm 1 agent by agent: psi_k = R_{w_k}(-mu grad f_k(w_k));
     w_k = R_{psi_k}(gamma sum_l (W^t)_kl Log_{psi_k} psi_l); W^t as a matrix power; returns
     the Karcher means of the agents' points."""
@@ -793,7 +795,7 @@ def diffusion_loop(problem, x1, step_size, K, rounds, sampler, ops=None, graph="
 
 @reference_loop("noncooperative")
 def noncooperative_loop(problem, x1, step_size, K, rounds, sampler, ops=None, beta=None,
-                        beta_rule="constant", **_graph):
+                        beta_rule="constant", spread=0.0, **_graph):
     """Each agent alone: w_k = R_{w_k}(-mu grad f_k(w_k)); returns the Karcher means."""
     assert K == 1
     ops = ops or single_point_ops(problem.manifold)
@@ -811,7 +813,7 @@ def noncooperative_loop(problem, x1, step_size, K, rounds, sampler, ops=None, be
 
 @reference_loop("fusion_centre")
 def fusion_centre_loop(problem, x1, step_size, K, rounds, sampler, ops=None, beta=None,
-                       beta_rule="constant", **_graph):
+                       beta_rule="constant", spread=0.0, **_graph):
     """One point: w = R_w(-mu (1/S) sum_k grad f_k(w)); returns w after each step (all agents
     hold it, so it is their Karcher mean)."""
     assert K == 1
@@ -850,7 +852,7 @@ def _online_loop(problem, x1, step_size, rounds, sampler, ops, graph, weights, c
 @reference_loop("dprgd")
 def dprgd_loop(problem, x1, step_size, K, rounds, sampler, ops=None, graph="ring",
                weights="metropolis_hastings", consensus_steps=1, consensus_step=1.0, beta=None,
-               beta_rule="constant"):
+               beta_rule="constant", spread=0.0):
     """Chen & Sun's DPRGD agent by agent: x_i^+ the weighted Fréchet mean of the neighbours
     (weights (W^t)_i, ``rfl.manifolds.frechet.karcher_mean`` from x_i), then
     x_i = R_{x_i^+}(-eta grad f_i(x_i^+)); returns the Karcher means."""
@@ -870,7 +872,7 @@ def dprgd_loop(problem, x1, step_size, K, rounds, sampler, ops=None, graph="ring
 @reference_loop("idprgd")
 def idprgd_loop(problem, x1, step_size, K, rounds, sampler, ops=None, graph="ring",
                 weights="metropolis_hastings", consensus_steps=1, consensus_step=1.0, beta=None,
-                beta_rule="constant"):
+                beta_rule="constant", spread=0.0):
     """iDPRGD agent by agent: x_i^+ = Exp_{x_i}(gamma sum_j (W^t)_ij Log_{x_i} x_j), then the
     gradient step at x_i^+; returns the Karcher means."""
     assert K == 1
