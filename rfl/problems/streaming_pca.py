@@ -50,8 +50,9 @@ class StreamingPCA(SampleArrayProblem):
                                 "description": "whitened: the authors' (pooled covariance exact); "
                                                "iid: Gaussian samples of that covariance"}},
         description="S agents, one sample in R^n per agent per step for T steps; subspace of dim p")
-    metrics = ("msd", "msd_db")
-    metric_labels = {"msd": "MSD", "msd_db": "MSD (dB)"}
+    #: per-agent metrics (the decentralised strategies record them each round)
+    agent_metric_names = ("msd", "msd_db")
+    agent_metric_labels = {"msd": "MSD", "msd_db": "MSD (dB)"}
     metric_definitions = {
         "msd": "mean over agents of the squared Grassmann distance (sum of squared principal "
                "angles) of each agent's iterate to the true subspace U*",
@@ -151,9 +152,6 @@ class StreamingPCA(SampleArrayProblem):
         return float(np.mean(self.manifold.dist(x_stack, ref) ** 2))
 
     def agent_metrics(self, x_stack: np.ndarray, t: int | None = None) -> dict[str, float]:
-        """``{"msd", "msd_db"}`` of the agents' iterates (``metrics``)."""
+        """``{"msd", "msd_db"}`` of the agents' iterates (``agent_metric_names``)."""
         m = self.msd(x_stack)
         return {"msd": m, "msd_db": float(10.0 * np.log10(max(m, 1e-300)))}
-
-    def extra_metrics(self, x):
-        return self.agent_metrics(np.asarray(x)[None])
