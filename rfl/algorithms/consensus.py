@@ -62,23 +62,29 @@ def projected_mean(manifold, X: np.ndarray) -> np.ndarray:
     return mean if manifold.FLAT else manifold.nearest_point(mean[None])[0]
 
 
-def karcher_mean(manifold, X: np.ndarray, tol: float = KARCHER_TOL, steps: int = KARCHER_STEPS) -> np.ndarray:
+def karcher_mean(manifold, X: np.ndarray, tol: float = KARCHER_TOL, steps: int = KARCHER_STEPS,
+                 start: np.ndarray | None = None) -> np.ndarray:
     """The Karcher mean argmin_y sum_i dist(y, x_i)^2 by Riemannian gradient descent from x_1
     with the curvature-bounded step of ``rfl.manifolds.frechet.karcher_mean`` (Karcher's unit
     step y <- Exp_y(1/S sum_i Log_y(x_i)) where the curvature is >= 0; on H^d and SPD the unit
-    step overshoots spread points and oscillates): ``point_shape``. After ``steps`` steps
-    the last iterate is returned."""
+    step overshoots spread points and oscillates), from ``start`` (default x_1; a run passes
+    its previous network mean, a few steps away): ``point_shape``. After ``steps`` steps the
+    last iterate is returned."""
     from rfl.manifolds.frechet import karcher_mean as frechet_karcher_mean
 
     try:
-        return frechet_karcher_mean(manifold, X[None], x0=X[:1], tol=tol, max_iter=steps)[0]
+        x0 = X[:1] if start is None else np.asarray(start)[None]
+        return frechet_karcher_mean(manifold, X[None], x0=x0, tol=tol, max_iter=steps)[0]
     except RuntimeError as unfinished:
         return unfinished.args[1][0]
 
 
-def network_mean(manifold, X: np.ndarray, geometry: str) -> np.ndarray:
-    """The network mean of ``geometry``'s kind (``MEANS``): ``point_shape``."""
-    return projected_mean(manifold, X) if MEANS[geometry] == "projected" else karcher_mean(manifold, X)
+def network_mean(manifold, X: np.ndarray, geometry: str, start: np.ndarray | None = None) -> np.ndarray:
+    """The network mean of ``geometry``'s kind (``MEANS``): ``point_shape`` (``start``: where
+    the Karcher iteration starts, default x_1)."""
+    if MEANS[geometry] == "projected":
+        return projected_mean(manifold, X)
+    return karcher_mean(manifold, X, start=start)
 
 
 def consensus_error(manifold, X: np.ndarray, xbar: np.ndarray, geometry: str) -> float:

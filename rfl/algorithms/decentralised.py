@@ -193,6 +193,7 @@ class DecentralisedStrategy(FederatedStrategy):
         (``start``)."""
         self.X = self.starts(x0, self._start_rng)
         self._cumulative = {c: 0.0 for c in getattr(self.problem, "cumulative_metrics", {})}
+        self._xbar = None               # the last network mean: the next Karcher mean's start
         self.start()
 
     def start(self) -> None:
@@ -233,7 +234,8 @@ class DecentralisedStrategy(FederatedStrategy):
         for c, of in getattr(problem, "cumulative_metrics", {}).items():
             self._cumulative[c] += agent[of]
             agent[c] = self._cumulative[c]
-        xbar = cons.network_mean(self.manifold, self.X, self.consensus)
+        xbar = cons.network_mean(self.manifold, self.X, self.consensus, start=self._xbar)
+        self._xbar = xbar
         metrics = {"consensus_error": cons.consensus_error(self.manifold, self.X, xbar, self.consensus),
                    "sigma2": self.mixing.sigma2, "sigma2_t": self.mixing.sigma2 ** self.consensus_steps,
                    **agent, **self.round_metrics(xbar)}

@@ -86,8 +86,10 @@ def karcher_mean(manifold: Manifold, points: np.ndarray, weights=None, x0: np.nd
     flat = points.reshape((S * m,) + points.shape[2:])
     shape = (S,) + (1,) * (x.ndim - 1)
     for _ in range(max_iter):
-        d = manifold.dist(np.repeat(x, m, axis=0), flat).reshape(S, m)
-        v = tangent_mean(manifold, x, points, w)
+        xr = np.repeat(x, m, axis=0)
+        logs = manifold.log(xr, flat)
+        d = manifold.norm(xr, logs).reshape(S, m)                 # d(x, y_j) = ||Log_x y_j||_x
+        v = np.einsum("sm,sm...->s...", w, logs.reshape(points.shape))
         if np.all(manifold.norm(x, v) <= tol * (1.0 + np.mean(d, axis=1))):
             return x
         step = 1.0 / np.sum(w * _zeta(np.sqrt(kappa) * d), axis=1)

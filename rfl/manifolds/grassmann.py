@@ -104,6 +104,13 @@ class Grassmann(EmbeddedSubmanifold):
         """
         return complement_transport(x, y, u - x @ (_t(x) @ u))
 
+    def nearest_point(self, x):
+        """P(X) = U V^T from the thin SVD X = U Sigma V^T: the representative nearest to X in
+        the Frobenius norm among all orthonormal m x r matrices (Stiefel's projection; unique
+        when X has full rank r). The ambient consensus of DRSGD on Gr(r, m) mixes
+        representatives and projects them so (Wang et al.'s ``DRSGD_pca`` baseline)."""
+        return _polar(x)
+
     def random_point(self, rng, n=1):
         return _qf(rng.standard_normal((n, self.m, self.r)))
 
