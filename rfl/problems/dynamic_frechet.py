@@ -66,6 +66,11 @@ class _DynamicFrechet(Problem):
     init: (S, *point) the notebook's initial iterates."""
 
     agent_metric_names = ("regret",)
+    agent_metric_labels = {"regret": "regret at step t", "dynamic_regret": "dynamic regret"}
+    #: the regret of step t is measured at the iterates the data of step t meet (the notebook's)
+    agent_metrics_before_step = True
+    #: the decentralised runs add the cumulative sum of ``regret`` as ``dynamic_regret``
+    cumulative_metrics = {"dynamic_regret": "regret"}
     metric_definitions = {
         "regret": "mean over agents of the mean squared distance from the agent's iterate to "
                   "all S K points of the step, minus its minimum (at their Karcher mean)",

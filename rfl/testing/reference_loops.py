@@ -752,11 +752,13 @@ def _start_stack(problem, x1, spread=0.0):
     return [x1.copy() for _ in range(problem.n_agents)]
 
 
-def _karcher(problem, points):
-    """The network mean: the Karcher mean of a list of points (rfl.manifolds.frechet,
-    tested against closed forms in tests/test_frechet_mean.py)."""
+def _karcher(problem, points, out):
+    """The network mean: the Karcher mean of a list of points (rfl.manifolds.frechet, tested
+    against closed forms in tests/test_frechet_mean.py), started from the previous mean
+    (``out[-1]`` after the first round) as the strategies start it: on Gr(n, p) the mean's
+    representative depends on where the iteration starts."""
     from rfl.algorithms.consensus import karcher_mean
-    return karcher_mean(problem.manifold, np.array(points))
+    return karcher_mean(problem.manifold, np.array(points), start=out[-1] if len(out) > 1 else None)
 
 
 def _weighted_log_sum(pw, x, points, weights):
@@ -789,7 +791,7 @@ def diffusion_loop(problem, x1, step_size, K, rounds, sampler, ops=None, graph="
         psi = [ops.retraction(x[k], -mu * _agent_grad(problem, ops, x[k], k, batches[k])) for k in range(S)]
         x = [ops.retraction(psi[k], consensus_step * _weighted_log_sum(pw, psi[k], psi, Wt[k]))
              for k in range(S)]
-        out.append(_karcher(problem, x))
+        out.append(_karcher(problem, x, out))
     return out
 
 
@@ -807,7 +809,7 @@ def noncooperative_loop(problem, x1, step_size, K, rounds, sampler, ops=None, be
         batches = _step_batches(problem, sampler, agents, t)
         mu = _beta(step_size, beta, beta_rule, t)
         x = [ops.retraction(x[k], -mu * _agent_grad(problem, ops, x[k], k, batches[k])) for k in range(S)]
-        out.append(_karcher(problem, x))
+        out.append(_karcher(problem, x, out))
     return out
 
 
@@ -845,7 +847,7 @@ def _online_loop(problem, x1, step_size, rounds, sampler, ops, graph, weights, c
         plus = [consensus(x, k, Wt[k]) for k in range(S)]
         x = [ops.retraction(plus[k], -eta * _agent_grad(problem, ops, plus[k], k, batches[k]))
              for k in range(S)]
-        out.append(_karcher(problem, x))
+        out.append(_karcher(problem, x, out))
     return out
 
 
