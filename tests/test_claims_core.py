@@ -285,7 +285,7 @@ BAD = {
              "config key claims.fig1a_linear.rule: 'nope' is not a known claim rule; allowed: "),
     "param name": (lambda c: c["fig1a_linear"].update(params={"r3": 0.5}),
                    "config key claims.fig1a_linear.params.r3: not a parameter of claim rule 'linear_rate'; "
-                   "allowed: algorithm, linearity, min_decrease, participation"),
+                   "allowed: algorithm, linearity, metric, min_decrease, participation"),
     "param type": (lambda c: c["fig1a_linear"].update(params={"linearity": "high"}),
                    "config key claims.fig1a_linear.params.linearity: 'high' is not of type 'number'"),
     "param range": (lambda c: c["fig1a_ags_avg"].update(params={"factor": 1}),

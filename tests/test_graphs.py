@@ -149,7 +149,8 @@ def test_given_matrix_from_csv_and_npy(tmp_path):
     ("torus", "metropolis_hastings", "graph", "not a known graph"),
     ({"name": "k_ring", "k": -1}, "metropolis_hastings", "graph.k", "-1"),
     ({"name": "k_ring", "k": 5}, "metropolis_hastings", "graph.k", "wrap around"),
-    ("hypercube", "metropolis_hastings", "graph.name", "power of 2"),
+    ("hypercube", "metropolis_hastings", "graph", "power of 2"),
+    ({"name": "hypercube"}, "metropolis_hastings", "graph.name", "power of 2"),
     ({"name": "erdos_renyi", "p": 0}, "metropolis_hastings", "graph.p", "0"),
     ("ring", "fancy", "weights", "not a known weight rule"),
     ("ring", "given", "weights", "file graph"),
@@ -179,3 +180,49 @@ def test_a_non_stochastic_matrix_file_is_refused(tmp_path):
     # a matrix of the wrong size
     (path, msg), = check({"name": "file", "path": str(row)}, "given", 3)
     assert path == ["graph", "path"] and "2 x 2" in msg
+
+
+def test_rfl_list_shows_the_graphs_and_the_weight_rules():
+    from rfl.cli import _registry_for, list_components
+    text = list_components([_registry_for("graphs"), _registry_for("weights")])
+    assert "graphs (entry-point group rfl.graphs):" in text
+    assert "weights (entry-point group rfl.weights):" in text
+    for name in ("ring", "k_ring", "erdos_renyi", "star", "complete", "hypercube", "file",
+                 "metropolis_hastings", "lazy_metropolis", "laplacian", "uniform", "given"):
+        assert f"  {name}  [rfl]" in text
+    assert "W is row-stochastic" in text and "W is doubly-stochastic" in text
+    assert _registry_for("topology") is _registry_for("graphs")
+
+
+@pytest.mark.parametrize("S, edges", [(1, 0), (2, 1), (3, 3), (5, 5)])
+def test_ring_of_one_two_and_more_agents(S, edges):
+    m = mixing("ring", S=S)
+    assert m.graph.number_of_nodes() == S and m.graph.number_of_edges() == edges
+    np.testing.assert_allclose(m.W.sum(axis=1), 1.0)
+
+
+def test_a_file_without_a_known_suffix_is_refused(tmp_path):
+    (path, msg), = check({"name": "file", "path": str(tmp_path / "w")}, "given", 2)
+    assert path == ["graph", "path"] and "suffix-less" in msg and "allowed: .npy or .csv" in msg
+    (path, msg), = check({"name": "file", "path": str(tmp_path / "w.txt")}, "given", 2)
+    assert "a .txt file" in msg
+
+
+def test_a_component_that_breaks_its_contract_is_refused_when_declared():
+    from rfl.graphs import Topology, WeightRule
+    with pytest.raises(TypeError, match="graph 'no_build'.*does not implement build"):
+        type("NoBuild", (Topology,), {"name": "no_build"})
+    with pytest.raises(TypeError, match="weight rule 'sideways'.*stochastic = 'sideways'"):
+        type("Sideways", (WeightRule,), {"name": "sideways", "stochastic": "sideways",
+                                         "matrix": classmethod(lambda cls, G: None)})
+    with pytest.raises(TypeError, match="weight rule 'no_matrix'.*does not implement matrix"):
+        type("NoMatrix", (WeightRule,), {"name": "no_matrix"})
+    with pytest.raises(TypeError, match="option named '1k'"):
+        type("BadOption", (Topology,), {"name": "bad_option", "options": {"1k": {"type": "integer"}},
+                                        "build": classmethod(lambda cls, n, rng: None)})
+    assert not {"no_build", "sideways", "no_matrix", "bad_option"} & set(GRAPHS.names() + WEIGHT_RULES.names())
+
+
+def test_list_lines_are_the_docstrings_first_paragraph():
+    assert GRAPHS["ring"].summary() == ("The cycle 0 - 1 - ... - (S-1) - 0 (S = 2: one edge; S = 1: no edge). "
+                                        "Options: none")

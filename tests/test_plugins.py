@@ -286,7 +286,8 @@ def test_list_shows_every_kind_and_a_plugin_with_its_distribution(tmp_path):
         "label: RFedAGS-SS; federated; requires: nothing; fields: gradient; options: server_step=1.0")
     assert entry("oblique") == (
         f"  oblique  [{dist} 0.1 (entry point rfl.manifolds: ob = {dist}.oblique)]",
-        "retractions: normalize, exp; transports: projection; offers: log, tangent_mean, nearest_point")
+        "retractions: normalize, exp; transports: projection; offers: log, tangent_mean, nearest_point, "
+        "ambient_consensus, frechet_consensus")
     assert entry("mean_direction") == (
         f"  mean_direction  [{dist} 0.1 (entry point rfl.problems: md = {dist}.mean_direction)]",
         "manifold: sphere; field: gradient; params: d, S, N, noise, spread?")

@@ -118,7 +118,9 @@ class Declared:
         """One line for ``rfl list``: label, kind, requires, fields, oracles (when any) and
         options with defaults."""
         oracles = f"oracles: {', '.join(sorted(cls.oracles))}; " if cls.oracles else ""
-        return (f"label: {cls.label}; {'federated' if cls.federated else 'centralised'}; "
+        kind = ("decentralised" if getattr(cls, "decentralised", False) else
+                "federated" if cls.federated else "centralised")
+        return (f"label: {cls.label}; {kind}; "
                 f"requires: {', '.join(sorted(cls.requires)) or 'nothing'}; "
                 f"fields: {', '.join(sorted(cls.fields))}; {oracles}"
                 f"options: {_options_text(cls.options)}")

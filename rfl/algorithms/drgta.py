@@ -29,7 +29,7 @@ class DRGTA(DecentralisedStrategy):
     requires = frozenset({"ambient_consensus"})
     consensus = "ambient_consensus"
     mixed_stacks = 2
-    style = {"color": "tab:purple", "ls": "-."}
+    style = {"color": "tab:red", "ls": "-."}
     plot_order = 21
 
     def start(self):

@@ -84,7 +84,7 @@ class _Component(abc.ABC):
     def summary(cls) -> str:
         options = ", ".join(f"{k}={json.dumps(v['default'])}" if "default" in v else k
                             for k, v in cls.options.items()) or "none"
-        doc = (cls.__doc__ or "").strip().split("\n")[0]
+        doc = " ".join((cls.__doc__ or "").strip().split("\n\n")[0].split())
         return f"{doc} Options: {options}"
 
 
@@ -214,8 +214,8 @@ def _check_one(spec, kind: str, n_agents: int | None) -> list[tuple[list, str]]:
     from rfl.schema import describe, first_error
 
     registry = GRAPHS if kind == "graph" else WEIGHT_RULES
-    if isinstance(spec, str):
-        spec = {"name": spec}
+    if isinstance(spec, str):                 # a bare name: its problems are the key's own
+        return [([], msg) for _, msg in _check_one({"name": spec}, kind, n_agents)]
     if not isinstance(spec, dict):
         return [([], f"{spec!r}; allowed: a {registry.kind} name or {{name: <name>, <option>: ...}}")]
     name = spec.get("name")

@@ -93,5 +93,9 @@ class Given(WeightRule):
         return False
 
     @classmethod
+    def summary(cls) -> str:
+        return f"{super(WeightRule, cls).summary()}; W is as stochastic as its option states"
+
+    @classmethod
     def matrix(cls, G, stochastic="doubly"):
         return np.asarray(G.graph["matrix"], dtype=float)

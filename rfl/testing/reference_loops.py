@@ -664,6 +664,20 @@ def _projected_mean(ops, points):
     return ops.project(sum(points) / len(points))
 
 
+def _starts(ops, x1, S, spread):
+    """The agents' first points: x1, or R_{x1}(spread u_i) with u_i = P_{x1}(z_i) / ||P_{x1}(z_i)||,
+    z = standard normals (S, *shape) of the stream (0, "start") (a plain Generator run's)."""
+    if not spread:
+        return [x1.copy() for _ in range(S)]
+    from rfl.random import stream
+    z = stream(0, "start").standard_normal((S,) + x1.shape)
+    out = []
+    for i in range(S):
+        u = ops.euclidean_to_riemannian_gradient(x1, z[i])
+        out.append(ops.retraction(x1, spread * u / np.linalg.norm(u)))
+    return out
+
+
 def _beta(step_size, beta, beta_rule, t):
     if beta is None:
         return step_size(t)
@@ -674,7 +688,7 @@ def _beta(step_size, beta, beta_rule, t):
 @reference_loop("drsgd")
 def drsgd_loop(problem, x1, step_size, K, rounds, sampler, ops=None, graph="ring",
                weights="metropolis_hastings", consensus_steps=1, consensus_step=1.0, beta=None,
-               beta_rule="constant"):
+               beta_rule="constant", spread=0.0):
     """Algorithm 1 of Chen et al. (2021) agent by agent: x_i <- R_{x_i}(alpha P_{x_i}(sum_j
     (W^t)_ij x_j - x_i) - beta_k P_{x_i}(grad f_i(x_i; batch))), W^t as t plain mixing steps;
     returns the projected ambient means [xbar_1, ..., xbar_{T+1}]."""
@@ -682,7 +696,7 @@ def drsgd_loop(problem, x1, step_size, K, rounds, sampler, ops=None, graph="ring
     ops = ops or single_point_ops(problem.manifold)
     W = _decentralised_W(problem, graph, weights)
     S = problem.n_agents
-    x = [x1.copy() for _ in range(S)]
+    x = _starts(ops, x1, S, spread)
     out = [x1]
     for t in range(rounds):
         agents = sampler.participants()
@@ -692,7 +706,7 @@ def drsgd_loop(problem, x1, step_size, K, rounds, sampler, ops=None, graph="ring
         new = []
         for i in range(S):
             cons = ops.euclidean_to_riemannian_gradient(x[i], mixed[i] - x[i])
-            g = _agent_grad(problem, ops, x[i], i, batches[i])
+            g = _agent_grad(problem, ops, x[i], i, batches[i]) if b else 0.0 * x[i]
             new.append(ops.retraction(x[i], consensus_step * cons - b * g))
         x = new
         out.append(_projected_mean(ops, x))
@@ -702,7 +716,7 @@ def drsgd_loop(problem, x1, step_size, K, rounds, sampler, ops=None, graph="ring
 @reference_loop("drgta")
 def drgta_loop(problem, x1, step_size, K, rounds, sampler, ops=None, graph="ring",
                weights="metropolis_hastings", consensus_steps=1, consensus_step=1.0, beta=None,
-               beta_rule="constant"):
+               beta_rule="constant", spread=0.0):
     """Algorithm 2 of Chen et al. (2021) agent by agent: v_i = P_{x_i}(y_i); x_i <- R_{x_i}(alpha
     P_{x_i}(sum_j (W^t)_ij x_j - x_i) - beta v_i); y_i <- sum_j (W^t)_ij y_j + g_i(x_i^+) - g_i(x_i),
     y_i = g_i(x_1) the full local gradient at the start, g_i(x_i^+) on the batch of draw (t, 0);
@@ -711,8 +725,8 @@ def drgta_loop(problem, x1, step_size, K, rounds, sampler, ops=None, graph="ring
     ops = ops or single_point_ops(problem.manifold)
     W = _decentralised_W(problem, graph, weights)
     S = problem.n_agents
-    x = [x1.copy() for _ in range(S)]
-    g = [ops.euclidean_to_riemannian_gradient(x1, problem.local_egrad(x1[None], np.array([i]))[0])
+    x = _starts(ops, x1, S, spread)
+    g = [ops.euclidean_to_riemannian_gradient(x[i], problem.local_egrad(x[i][None], np.array([i]))[0])
          for i in range(S)]
     y = [gi.copy() for gi in g]
     out = [x1]

@@ -65,9 +65,11 @@ def rounds_to_decide(rate: float, min_decrease: float, limit: int = 1 << 20) -> 
 def judge_k(runs, p: dict, where: str) -> tuple[str, dict, list[str], str | None, list]:
     """(outcome, row, notes, what would decide, tests) of one K's runs (one table per seed)."""
     notes = []
-    med = median_curve(runs)
+    metric = p.get("metric", "excess_risk")
+    med = median_curve(runs, metric)
     diverged = [t for t in runs if (t["status"] == "diverged").any()]
-    row = {"seeds": str(len(runs)), "F(x_1)-F*": float(med.dropna().iloc[0]) if med.notna().any() else np.nan,
+    start = "F(x_1)-F*" if metric == "excess_risk" else f"{metric} at round 0"
+    row = {"seeds": str(len(runs)), start: float(med.dropna().iloc[0]) if med.notna().any() else np.nan,
            "contraction/round": np.nan, "contraction interval": "-", "decrease": np.nan,
            "late/early slope": np.nan, "R^2 (median)": np.nan, "escape round (median)": "-",
            "fit ends (median)": "-", "level reached": plateau(med.dropna()) if med.notna().any() else np.nan}
@@ -82,7 +84,7 @@ def judge_k(runs, p: dict, where: str) -> tuple[str, dict, list[str], str | None
     kept = [t for t in runs if not (t["status"] == "diverged").any()]
     fits = S.per_seed(kept, lambda t: 0.0)      # the seeds, in order
     seeds = S.by_seed(kept)
-    fit = {s: seed_rate(S.curve_of(seeds[s])) for s in fits.index}
+    fit = {s: seed_rate(S.curve_of(seeds[s], metric)) for s in fits.index}
     if any(f["status"] == "insufficient" and len(seeds[s]) <= MIN_FIT_ROUNDS for s, f in fit.items()):
         why = f"fewer than {MIN_FIT_ROUNDS + 1} recorded rounds"
         return OPEN, row, notes + [f"- {where}: undecided: {why}."], f"{where}: {why}", [
@@ -151,13 +153,18 @@ class LinearRate(Rule):
         "algorithm": {"type": "string", "default": "rfedags"},
         "participation": {"enum": ["every", "any"], "default": "every"},
         "min_decrease": {"type": "number", "exclusiveMinimum": 1, "default": 2.0},
+        "metric": {"type": "string", "default": "excess_risk",
+                   "description": "the curve fitted: excess_risk, or e.g. dist_to_opt for a run that "
+                                  "converges exactly (its excess risk reaches 0 and negative round-off, "
+                                  "which has no logarithm)"},
         "linearity": {"type": "number", "exclusiveMinimum": 0, "maximum": 1, "default": 0.5,
                       "description": "the least ratio of the late half's log-slope to the early "
                                      "half's (1: geometric; 1/t curves give about 0.3)"}}}
 
     def describe(self, p: dict) -> str:
         who = "every agent" if p["participation"] == "every" else "under the experiment's participation"
-        return (f"per experiment and K ({p['algorithm']}, {who}), each seed's log excess risk is fitted "
+        what = "excess risk" if p["metric"] == "excess_risk" else p["metric"]
+        return (f"per experiment and K ({p['algorithm']}, {who}), each seed's log {what} is fitted "
                 f"by a line from its escape from the initial plateau (the first round after which it "
                 f"stays below 10% of its log-decrease to its plateau) to the round it has made 90% of "
                 f"it (before the noise floor); across seeds (95% Student-t intervals, at least "
