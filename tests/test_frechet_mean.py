@@ -97,15 +97,15 @@ def test_karcher_mean_converges_on_spread_h2_points_where_the_unit_step_oscillat
     assert all(f(x) <= f(pts[0, j:j + 1]) for j in range(12))
 
 
-def test_grassmann_nearest_point_is_the_closest_orthonormal_matrix():
+def test_grassmann_representative_projection_is_the_closest_orthonormal_matrix():
     """P(X) is orthonormal, fixes orthonormal matrices, and is no farther from X in the
     Frobenius norm than 200 random orthonormal matrices near it."""
     rng = np.random.default_rng(13)
     M = Grassmann(7, 3)
     X = M.random_point(rng, 1) + 0.3 * rng.standard_normal((1, 7, 3))
-    P = M.nearest_point(X)
+    P = M.representative_projection(X)
     assert M.distance_from_manifold(P)[0] < 1e-12
-    np.testing.assert_allclose(M.nearest_point(P), P, atol=1e-12)
+    np.testing.assert_allclose(M.representative_projection(P), P, atol=1e-12)
     best = np.linalg.norm(X - P)
     others = M.random_point(rng, 200) * 0.0 + np.array([M.retraction(P, 0.3 * M.random_tangent(rng, P))[0]
                                                          for _ in range(200)])

@@ -57,9 +57,13 @@ def consensus_direction(manifold, X, Wt, geometry: str) -> np.ndarray:
 
 
 def projected_mean(manifold, X: np.ndarray) -> np.ndarray:
-    """P_M(1/S sum_i x_i): ``point_shape`` (the mean itself on a flat manifold)."""
+    """P_M(1/S sum_i x_i): ``point_shape`` (the mean itself on a flat manifold; on Gr(r, m) the
+    polar factor of the mean of the representatives, ``representative_projection``)."""
     mean = X.mean(axis=0)
-    return mean if manifold.FLAT else manifold.nearest_point(mean[None])[0]
+    if manifold.FLAT:
+        return mean
+    project = getattr(manifold, "representative_projection", None) or manifold.nearest_point
+    return project(mean[None])[0]
 
 
 def karcher_mean(manifold, X: np.ndarray, tol: float = KARCHER_TOL, steps: int = KARCHER_STEPS,
