@@ -600,6 +600,9 @@ def _figure_and_table_errors(config: dict) -> list[str]:
         exp = exps[fig["experiment"]]
         own = tuple(dict.fromkeys(c for m in exp.get("methods", []) if m.get("algorithm") in ALGORITHMS
                                   for c in ALGORITHMS[m["algorithm"]].metrics))   # decentralised columns
+        if any(getattr(ALGORITHMS.get(m.get("algorithm")), "decentralised", False) for m in exp.get("methods", [])):
+            p_cls = PROBLEMS[problem]          # a problem's per-agent columns of decentralised runs
+            own += tuple(getattr(p_cls, "agent_metric_names", ())) + tuple(getattr(p_cls, "cumulative_metrics", {}))
         allowed = (BASE_METRICS + (("excess_risk_weighted",) if exp.get("weighted_objective") else ())
                    + tuple(PROBLEMS[problem].metrics) + own)
         for i, x in enumerate(fig.get("x", ["round"])):

@@ -57,29 +57,38 @@ def consensus_direction(manifold, X, Wt, geometry: str) -> np.ndarray:
 
 
 def projected_mean(manifold, X: np.ndarray) -> np.ndarray:
-    """P_M(1/S sum_i x_i): ``point_shape`` (the mean itself on a flat manifold)."""
+    """P_M(1/S sum_i x_i): ``point_shape`` (the mean itself on a flat manifold; on Gr(r, m) the
+    polar factor of the mean of the representatives, ``representative_projection``)."""
     mean = X.mean(axis=0)
-    return mean if manifold.FLAT else manifold.nearest_point(mean[None])[0]
+    if manifold.FLAT:
+        return mean
+    project = getattr(manifold, "representative_projection", None) or manifold.nearest_point
+    return project(mean[None])[0]
 
 
-def karcher_mean(manifold, X: np.ndarray, tol: float = KARCHER_TOL, steps: int = KARCHER_STEPS) -> np.ndarray:
-    """The Karcher mean argmin_y sum_i dist(y, x_i)^2 by the fixed point y <- Exp_y(1/S sum_i
-    Log_y(x_i)) from x_1 (Karcher 1977; converges for points in a ball of radius below the
-    convexity radius): ``point_shape``."""
-    S = X.shape[0]
-    y = X[:1]
-    for _ in range(steps):
-        u = manifold.log(np.repeat(y, S, axis=0), X).mean(axis=0, keepdims=True)
-        size = manifold.norm(y, u)[0]
-        y = manifold.exp(y, u)
-        if size <= tol:
-            break
-    return y[0]
+def karcher_mean(manifold, X: np.ndarray, tol: float = KARCHER_TOL, steps: int = KARCHER_STEPS,
+                 start: np.ndarray | None = None) -> np.ndarray:
+    """The Karcher mean argmin_y sum_i dist(y, x_i)^2 by Riemannian gradient descent from x_1
+    with the curvature-bounded step of ``rfl.manifolds.frechet.karcher_mean`` (Karcher's unit
+    step y <- Exp_y(1/S sum_i Log_y(x_i)) where the curvature is >= 0; on H^d and SPD the unit
+    step overshoots spread points and oscillates), from ``start`` (default x_1; a run passes
+    its previous network mean, a few steps away): ``point_shape``. After ``steps`` steps the
+    last iterate is returned."""
+    from rfl.manifolds.frechet import karcher_mean as frechet_karcher_mean
+
+    try:
+        x0 = X[:1] if start is None else np.asarray(start)[None]
+        return frechet_karcher_mean(manifold, X[None], x0=x0, tol=tol, max_iter=steps)[0]
+    except RuntimeError as unfinished:
+        return unfinished.args[1][0]
 
 
-def network_mean(manifold, X: np.ndarray, geometry: str) -> np.ndarray:
-    """The network mean of ``geometry``'s kind (``MEANS``): ``point_shape``."""
-    return projected_mean(manifold, X) if MEANS[geometry] == "projected" else karcher_mean(manifold, X)
+def network_mean(manifold, X: np.ndarray, geometry: str, start: np.ndarray | None = None) -> np.ndarray:
+    """The network mean of ``geometry``'s kind (``MEANS``): ``point_shape`` (``start``: where
+    the Karcher iteration starts, default x_1)."""
+    if MEANS[geometry] == "projected":
+        return projected_mean(manifold, X)
+    return karcher_mean(manifold, X, start=start)
 
 
 def consensus_error(manifold, X: np.ndarray, xbar: np.ndarray, geometry: str) -> float:

@@ -89,6 +89,14 @@ class DecentralisedStrategy(FederatedStrategy):
                              f"agent in every round; allowed: null")
         super().__init__(problem, step_size, K, batch_size, None, **options)
         self.mixing = None
+        # a problem's per-agent metrics (``agent_metric_names``: streaming PCA's MSD, the
+        # dynamic Frechet mean's regret) are columns of every decentralised run on it
+        names = tuple(getattr(problem, "agent_metric_names", ()))
+        cumulative = dict(getattr(problem, "cumulative_metrics", {}))
+        if names:
+            definitions = getattr(problem, "metric_definitions", {})
+            self.metrics = {**type(self).metrics,
+                            **{n: definitions.get(n, n) for n in names + tuple(cumulative)}}
 
     # ---- graph and mixing ----------------------------------------------------------------
     @classmethod
@@ -142,21 +150,33 @@ class DecentralisedStrategy(FederatedStrategy):
         return super().sampler(rng)
 
     def starts(self, x0, rng) -> np.ndarray:
-        """The agents' first points: x0 each, or R_{x0}(spread u_i) (option ``spread``):
-        ``(S, *point_shape)``."""
+        """The agents' first points: the problem's own per agent where it has them
+        (``initial_stack()``: the DPRGD notebook's local means), else x0 each, or
+        R_{x0}(spread u_i) (option ``spread``): ``(S, *point_shape)``."""
+        own = getattr(self.problem, "initial_stack", None)
+        if own is not None:
+            return np.array(own(), dtype=float)
         X = np.repeat(np.asarray(x0)[None], self.problem.n_agents, axis=0)
         if self.spread > 0:
             X = self.manifold.retraction(X, self.spread * self.manifold.random_tangent(rng, X))
         return X
 
     def start_metrics(self, x0, draws) -> dict:
-        """The metrics of the row t = 0 (the agents at their ``starts``)."""
+        """The metrics of the row t = 0 (the agents at their ``starts``); a problem's per-agent
+        metrics measured before a step (``agent_metrics_before_step``) have no value yet, their
+        cumulative sums are 0."""
         from rfl.random import stream
         mixing = self.make_mixing(draws)
         X = self.starts(x0, draws.start_rng() if hasattr(draws, "start_rng") else stream(0, "start"))
         xbar = cons.network_mean(self.manifold, X, self.consensus)
-        return {"consensus_error": cons.consensus_error(self.manifold, X, xbar, self.consensus),
-                "sigma2": mixing.sigma2, "sigma2_t": mixing.sigma2 ** self.consensus_steps}
+        out = {"consensus_error": cons.consensus_error(self.manifold, X, xbar, self.consensus),
+               "sigma2": mixing.sigma2, "sigma2_t": mixing.sigma2 ** self.consensus_steps}
+        if hasattr(self.problem, "agent_metrics"):
+            if getattr(self.problem, "agent_metrics_before_step", False):
+                out.update({c: 0.0 for c in getattr(self.problem, "cumulative_metrics", {})})
+            else:
+                out.update(self.problem.agent_metrics(X, 0))
+        return out
 
     # ---- the round -----------------------------------------------------------------------
     def gradient_step(self, t: int) -> float:
@@ -169,9 +189,11 @@ class DecentralisedStrategy(FederatedStrategy):
         return {"constant": b0, "1/sqrtk": b0 / np.sqrt(k), "1/k": b0 / k}[self.beta_rule]
 
     def reset(self, x0):
-        """x_i = x0 for every agent (or spread around it: ``starts``); subclasses set up their
-        other stacks (``start``)."""
+        """The agents' first points (``starts``); subclasses set up their other stacks
+        (``start``)."""
         self.X = self.starts(x0, self._start_rng)
+        self._cumulative = {c: 0.0 for c in getattr(self.problem, "cumulative_metrics", {})}
+        self._xbar = None               # the last network mean: the next Karcher mean's start
         self.start()
 
     def start(self) -> None:
@@ -181,10 +203,19 @@ class DecentralisedStrategy(FederatedStrategy):
         """The consensus direction of X under W^t (``rfl.algorithms.consensus``)."""
         return cons.consensus_direction(self.manifold, X, self.Wt, self.consensus)
 
+    def batches(self, agents, t, sampler):
+        """The samples of iteration t: a streaming problem's step t (``stream_batch``: a fresh
+        sample per agent per step, the same for every method), else the batches of draw
+        (t, 0), shared with every method of the experiment. ``(S, B)``."""
+        stream = getattr(self.problem, "stream_batch", None)
+        if stream is not None:
+            return stream(t)[np.asarray(agents)]
+        return sampler.batches(agents, t, 0)
+
     def gradients(self, X, agents, t, sampler) -> np.ndarray:
         """Each agent's mini-batch Riemannian gradient at its own point: ``(S, *shape)``
-        (the batches of draw (t, 0), shared with every method of the experiment)."""
-        return self.problem.minibatch_rgrad(X, agents, sampler.batches(agents, t, 0))
+        (``batches``)."""
+        return self.problem.minibatch_rgrad(X, agents, self.batches(agents, t, sampler))
 
     @abc.abstractmethod
     def update(self, t: int, sampler, agents: np.ndarray) -> int:
@@ -193,11 +224,21 @@ class DecentralisedStrategy(FederatedStrategy):
 
     def round(self, x_t, t, sampler):
         agents = sampler.participants()
+        problem = self.problem
+        before = (hasattr(problem, "agent_metrics")
+                  and getattr(problem, "agent_metrics_before_step", False))
+        agent = problem.agent_metrics(self.X, t) if before else {}
         grad_evals = self.update(t, sampler, agents)
-        xbar = cons.network_mean(self.manifold, self.X, self.consensus)
+        if hasattr(problem, "agent_metrics") and not before:
+            agent = problem.agent_metrics(self.X, t)
+        for c, of in getattr(problem, "cumulative_metrics", {}).items():
+            self._cumulative[c] += agent[of]
+            agent[c] = self._cumulative[c]
+        xbar = cons.network_mean(self.manifold, self.X, self.consensus, start=self._xbar)
+        self._xbar = xbar
         metrics = {"consensus_error": cons.consensus_error(self.manifold, self.X, xbar, self.consensus),
                    "sigma2": self.mixing.sigma2, "sigma2_t": self.mixing.sigma2 ** self.consensus_steps,
-                   **self.round_metrics(xbar)}
+                   **agent, **self.round_metrics(xbar)}
         return RoundResult(xbar, agents, int(grad_evals), self.floats_per_round(agents.shape[0]), metrics)
 
     def round_metrics(self, xbar) -> dict:

@@ -210,7 +210,8 @@ class Manifold(abc.ABC):
           manifold (Chen et al. 2021, eq. (2.2)): mix the agents' points in the ambient space,
           project the difference onto T_{x_i} M and retract; their network mean is the
           projected ambient mean. Offered by an embedded submanifold (``EmbeddedSubmanifold``)
-          with ``nearest_point``, or a flat one (``rfl.algorithms.consensus``);
+          with ``nearest_point`` or ``representative_projection`` (Grassmann: the polar factor of
+          mixed representatives), or a flat one (``rfl.algorithms.consensus``);
         - ``frechet_consensus``: the weighted Frechet-mean step x_i <- Exp_{x_i}(sum_j W_ij
           Log_{x_i}(x_j)) and the Karcher network mean: ``log``.
         """
@@ -224,7 +225,8 @@ class Manifold(abc.ABC):
         if capability == "nearest_point":
             return _implements(cls, "nearest_point")
         if capability == "ambient_consensus":
-            return issubclass(cls, EmbeddedSubmanifold) and (bool(cls.FLAT) or _implements(cls, "nearest_point"))
+            return issubclass(cls, EmbeddedSubmanifold) and (bool(cls.FLAT) or _implements(cls, "nearest_point")
+                                                             or _implements(cls, "representative_projection"))
         if capability == "frechet_consensus":
             return _implements(cls, "log")
         raise ValueError(f"unknown manifold capability {capability!r}; allowed: "

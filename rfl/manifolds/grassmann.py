@@ -104,6 +104,15 @@ class Grassmann(EmbeddedSubmanifold):
         """
         return complement_transport(x, y, u - x @ (_t(x) @ u))
 
+    def representative_projection(self, x):
+        """P(X) = U V^T from the thin SVD X = U Sigma V^T: the orthonormal m x r matrix nearest
+        to X in the Frobenius norm (Stiefel's projection; unique when X has full rank r), a
+        representative of a point of Gr(r, m). The ambient consensus of DRSGD on Gr(r, m)
+        mixes representatives and projects them so (Wang et al.'s ``DRSGD_pca`` baseline).
+        Not ``nearest_point``: the normal space of the representatives (X S, S symmetric) is
+        not the complement of the horizontal space (it leaves out X Omega, Omega skew)."""
+        return _polar(x)
+
     def random_point(self, rng, n=1):
         return _qf(rng.standard_normal((n, self.m, self.r)))
 

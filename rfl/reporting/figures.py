@@ -38,8 +38,10 @@ def _algorithm(name: str):
 
 
 def _metric_labels(problem: str) -> dict:
-    """Axis labels of the metrics problem ``problem`` adds (its ``metric_labels``)."""
-    return PROBLEMS[problem].metric_labels
+    """Axis labels of the metrics problem ``problem`` adds (its ``metric_labels``, and the
+    per-agent columns of decentralised runs, ``agent_metric_labels``)."""
+    cls = PROBLEMS[problem]
+    return {**cls.metric_labels, **getattr(cls, "agent_metric_labels", {})}
 
 
 def algorithm_label(name: str, problems=()) -> str:

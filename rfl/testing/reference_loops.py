@@ -746,3 +746,156 @@ def drgta_loop(problem, x1, step_size, K, rounds, sampler, ops=None, graph="ring
         x, g = new_x, new_g
         out.append(_projected_mean(ops, x))
     return out
+
+
+# ---- streaming and online decentralised strategies (diffusion, DPRGD) --------------------
+def _step_batches(problem, sampler, agents, t):
+    """Agent by agent: a streaming problem's samples of step t (``stream_batch``), else each
+    agent's own draw (t, 0)."""
+    if hasattr(problem, "stream_batch"):
+        return [problem.stream_batch(t)[j] for j in agents]
+    return own_batches(sampler, agents, t, 0)
+
+
+def _start_stack(problem, x1, spread=0.0):
+    """Each agent's start: the problem's ``initial_stack()`` or x1 (these loops have no
+    spread start)."""
+    assert spread == 0.0, "the streaming reference loops start every agent at x1"
+    if hasattr(problem, "initial_stack"):
+        return [np.array(p) for p in problem.initial_stack()]
+    return [x1.copy() for _ in range(problem.n_agents)]
+
+
+def _karcher(problem, points, out):
+    """The network mean: the Karcher mean of a list of points (rfl.manifolds.frechet, tested
+    against closed forms in tests/test_frechet_mean.py), started from the previous mean
+    (``out[-1]`` after the first round) as the strategies start it: on Gr(n, p) the mean's
+    representative depends on where the iteration starts."""
+    from rfl.algorithms.consensus import karcher_mean
+    return karcher_mean(problem.manifold, np.array(points), start=out[-1] if len(out) > 1 else None)
+
+
+def _weighted_log_sum(pw, x, points, weights):
+    """sum_j w_j Log_x(y_j) over the nonzero weights, one neighbour at a time."""
+    out = np.zeros_like(x)
+    for w, y in zip(weights, points):
+        if w != 0.0:
+            out = out + w * pw.log(x, y)
+    return out
+
+
+@reference_loop("diffusion")
+def diffusion_loop(problem, x1, step_size, K, rounds, sampler, ops=None, graph="ring",
+                   weights="metropolis_hastings", consensus_steps=1, consensus_step=1.0, beta=None,
+                   beta_rule="constant", spread=0.0):
+    """Wang et al. (2025) Algorithm 1 agent by agent: psi_k = R_{w_k}(-mu grad f_k(w_k));
+    w_k = R_{psi_k}(gamma sum_l (W^t)_kl Log_{psi_k} psi_l); W^t as a matrix power; returns
+    the Karcher means of the agents' points."""
+    assert K == 1
+    ops = ops or single_point_ops(problem.manifold)
+    pw = PointwiseOps(problem.manifold)
+    Wt = np.linalg.matrix_power(_decentralised_W(problem, graph, weights), consensus_steps)
+    S = problem.n_agents
+    x = _start_stack(problem, x1)
+    out = [x1]
+    for t in range(rounds):
+        agents = sampler.participants()
+        batches = _step_batches(problem, sampler, agents, t)
+        mu = _beta(step_size, beta, beta_rule, t)
+        psi = [ops.retraction(x[k], -mu * _agent_grad(problem, ops, x[k], k, batches[k])) for k in range(S)]
+        x = [ops.retraction(psi[k], consensus_step * _weighted_log_sum(pw, psi[k], psi, Wt[k]))
+             for k in range(S)]
+        out.append(_karcher(problem, x, out))
+    return out
+
+
+@reference_loop("noncooperative")
+def noncooperative_loop(problem, x1, step_size, K, rounds, sampler, ops=None, beta=None,
+                        beta_rule="constant", spread=0.0, **_graph):
+    """Each agent alone: w_k = R_{w_k}(-mu grad f_k(w_k)); returns the Karcher means."""
+    assert K == 1
+    ops = ops or single_point_ops(problem.manifold)
+    S = problem.n_agents
+    x = _start_stack(problem, x1)
+    out = [x1]
+    for t in range(rounds):
+        agents = sampler.participants()
+        batches = _step_batches(problem, sampler, agents, t)
+        mu = _beta(step_size, beta, beta_rule, t)
+        x = [ops.retraction(x[k], -mu * _agent_grad(problem, ops, x[k], k, batches[k])) for k in range(S)]
+        out.append(_karcher(problem, x, out))
+    return out
+
+
+@reference_loop("fusion_centre")
+def fusion_centre_loop(problem, x1, step_size, K, rounds, sampler, ops=None, beta=None,
+                       beta_rule="constant", spread=0.0, **_graph):
+    """One point: w = R_w(-mu (1/S) sum_k grad f_k(w)); returns w after each step (all agents
+    hold it, so it is their Karcher mean)."""
+    assert K == 1
+    ops = ops or single_point_ops(problem.manifold)
+    S = problem.n_agents
+    w = _start_stack(problem, x1)[0]
+    out = [x1]
+    for t in range(rounds):
+        agents = sampler.participants()
+        batches = _step_batches(problem, sampler, agents, t)
+        mu = _beta(step_size, beta, beta_rule, t)
+        g = sum(_agent_grad(problem, ops, w, k, batches[k]) for k in range(S)) / S
+        w = ops.retraction(w, -mu * g)
+        out.append(w)
+    return out
+
+
+def _online_loop(problem, x1, step_size, rounds, sampler, ops, graph, weights, consensus_steps,
+                 beta, beta_rule, consensus):
+    ops = ops or single_point_ops(problem.manifold)
+    Wt = np.linalg.matrix_power(_decentralised_W(problem, graph, weights), consensus_steps)
+    S = problem.n_agents
+    x = _start_stack(problem, x1)
+    out = [x1]
+    for t in range(rounds):
+        agents = sampler.participants()
+        batches = _step_batches(problem, sampler, agents, t)
+        eta = _beta(step_size, beta, beta_rule, t)
+        plus = [consensus(x, k, Wt[k]) for k in range(S)]
+        x = [ops.retraction(plus[k], -eta * _agent_grad(problem, ops, plus[k], k, batches[k]))
+             for k in range(S)]
+        out.append(_karcher(problem, x, out))
+    return out
+
+
+@reference_loop("dprgd")
+def dprgd_loop(problem, x1, step_size, K, rounds, sampler, ops=None, graph="ring",
+               weights="metropolis_hastings", consensus_steps=1, consensus_step=1.0, beta=None,
+               beta_rule="constant", spread=0.0):
+    """Chen & Sun's DPRGD agent by agent: x_i^+ the weighted Fréchet mean of the neighbours
+    (weights (W^t)_i, ``rfl.manifolds.frechet.karcher_mean`` from x_i), then
+    x_i = R_{x_i^+}(-eta grad f_i(x_i^+)); returns the Karcher means."""
+    from rfl.manifolds.frechet import karcher_mean
+    assert K == 1
+    m = problem.manifold
+
+    def exact(x, k, w):
+        nz = np.flatnonzero(w)
+        return karcher_mean(m, np.array([x[j] for j in nz])[None], w[nz][None], x0=x[k][None],
+                            tol=1e-14, max_iter=5000)[0]
+
+    return _online_loop(problem, x1, step_size, rounds, sampler, ops, graph, weights,
+                        consensus_steps, beta, beta_rule, exact)
+
+
+@reference_loop("idprgd")
+def idprgd_loop(problem, x1, step_size, K, rounds, sampler, ops=None, graph="ring",
+                weights="metropolis_hastings", consensus_steps=1, consensus_step=1.0, beta=None,
+                beta_rule="constant", spread=0.0):
+    """iDPRGD agent by agent: x_i^+ = Exp_{x_i}(gamma sum_j (W^t)_ij Log_{x_i} x_j), then the
+    gradient step at x_i^+; returns the Karcher means."""
+    assert K == 1
+    pw = PointwiseOps(problem.manifold)
+
+    def one_step(x, k, w):
+        return pw.exp(x[k], consensus_step * _weighted_log_sum(pw, x[k], x, w))
+
+    return _online_loop(problem, x1, step_size, rounds, sampler, ops, graph, weights,
+                        consensus_steps, beta, beta_rule, one_step)
