@@ -23,6 +23,8 @@ EXCEPTIONS = {
     r"school_sens_r\d_a\d+": ({"alpha", "K"}, "the step-size study beside Table 2 varies the step"),
     r"dec_pca_t(1|10)": ({"seeds"}, "the authors' demos run one seed (np.random.seed(1)); 10 seeds "
                          "decide the rate and comparison rules"),
+    r"frechet_(h2|spd)_.*": ({"seeds"}, "the DPRGD notebook runs one seed; 10 seeds decide its "
+                             "comparisons across seeds"),
     r"pca_stiefel_cifar10": ({"seeds"}, "3 seeds, the fewest that decide its comparisons (the script "
                              "runs 2; the default config keeps 2 by its budget)"),
 }
