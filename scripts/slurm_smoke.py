@@ -91,9 +91,14 @@ def snakemake(cwd: Path, *args: str, log: Path) -> float:
 
 
 def slurm_jobs(log: Path) -> tuple[int, int]:
-    """(sbatch submissions, SLURM jobs counting each array task) from snakemake's log."""
-    ids = re.findall(r"submitted with SLURM jobid (\S+?)[ )]", log.read_text(encoding="utf-8"))
-    return len({i.split("_")[0] for i in ids}), len(set(ids))
+    """(sbatch submissions, SLURM jobs counting each array task) from snakemake's log: the
+    plugin's "submitted with SLURM jobid N" (one job) and "Submitted array job ... SLURM job ID
+    N. The individual task IDs are A-B" lines."""
+    text = log.read_text(encoding="utf-8")
+    single = set(re.findall(r"submitted with SLURM jobid (\d+)\b", text))
+    arrays = {j: int(b) - int(a) + 1 for j, a, b in
+              re.findall(r"SLURM job ID (\d+)\. The individual task IDs are (\d+)-(\d+)", text)}
+    return len(single) + len(arrays), len(single) + sum(arrays.values())
 
 
 def compare(local: Path, slurm: Path) -> list[str]:

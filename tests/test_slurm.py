@@ -51,6 +51,15 @@ def test_sinfos_time_limits_in_minutes(limit, minutes):
     assert slurm_smoke._minutes(limit) == minutes
 
 
+def test_slurm_jobs_count_array_tasks(tmp_path):
+    log = tmp_path / "slurm.log"
+    log.write_text("Job 4 has been submitted with SLURM jobid 154 (log: x/154.log).\n"
+                   "Submitted array job with Snakemake IDs 25,18,9 and SLURM job ID 151. The individual task IDs are 1-3.\n"
+                   "Submitted array job with Snakemake IDs 32,34 and SLURM job ID 155. The individual task IDs are 1-2.\n"
+                   "Job 7 has been submitted with SLURM jobid 157 (log: x/157.log).\n")
+    assert slurm_smoke.slurm_jobs(log) == (4, 7)
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(os.environ.get("RFL_SLURM_TEST") != "1" or shutil.which("slurmctld") is None
                     or os.geteuid() != 0,
