@@ -60,8 +60,19 @@ else:
 
         report: PLAN.landing()
 
+    # Short steps run where Snakemake runs, never as cluster jobs (no effect locally): the
+    # downloads (compute nodes are often offline), the figures and tables (seconds each).
     localrules:
         all,
+        school_raw,
+        anchors_raw,
+        figure,
+        table1,
+        table2,
+        heterogeneity,
+        lsa,
+        sweep,
+        performance,
 
     rule all:
         default_target: True

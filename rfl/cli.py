@@ -197,7 +197,7 @@ def read_spec(path, command: str) -> dict:
 
 #: the subcommands only the workflow's rules (rules/*.smk) call: callable, but not listed by
 #: ``rfl --help`` (each still has its own ``rfl <command> --help``)
-INTERNAL = ("data", "runs", "fetch-school", "fetch-source", "table1", "table2", "heterogeneity", "sweep",
+INTERNAL = ("data", "runs", "batch", "fetch-school", "fetch-source", "table1", "table2", "heterogeneity", "sweep",
             "lsa", "reproduction", "performance", "results", "bench-runs", "leaderboard")
 #: the steps that read run tables, and so take ``--results TABLE`` (read the runs from it)
 READS_RUNS = ("figure", "table2", "heterogeneity", "sweep", "lsa", "reproduction", "leaderboard")
@@ -285,6 +285,10 @@ def build_parser(from_results: bool = False) -> argparse.ArgumentParser:
     p.add_argument("--num-cpus", type=int, default=1, help="cores the simulation engine may use")
     p = command("runs", "execute several runs in one process (aligned lists)")
     _aligned_runs(p)
+    p = command("batch", "run a batch of experiments side by side, each as rfl runs (a cluster's "
+                "run job, rfl/batches.py)")
+    p.add_argument("spec", type=_existing, help="the batch's spec (JSON), "
+                   "results/specs/batches/<batch>.json")
     p = command("figure", "draw one experiment's figure")
     p.add_argument("spec", type=_existing, help="the figure's spec (JSON), "
                    "results/specs/figures/<figure>.json")
@@ -588,7 +592,9 @@ def _input_errors() -> tuple:
     from rfl.results import ResultsError
     from rfl.reporting.compare import CompareError
     from rfl.bench.plan import BenchError
-    return ConfigError, RunTableError, YAMLError, RegistryError, ResultsError, CompareError, BenchError
+    from rfl.batches import BatchError
+    return (ConfigError, RunTableError, YAMLError, RegistryError, ResultsError, CompareError, BenchError,
+            BatchError)
 
 
 def _data_errors() -> tuple:
@@ -628,7 +634,7 @@ def _main(argv: list[str]) -> int:
         with contextlib.ExitStack() as stack:
             if args.command in ("runs", "bench-runs"):   # every spec checked before any run starts
                 specs = [read_spec(path, "run") for path in args.specs]
-            spec = None if args.command in ("validate", "list", "runs", "perf-table", "results", "merge",
+            spec = None if args.command in ("validate", "list", "runs", "batch", "perf-table", "results", "merge",
                                             "bench-table", "bench", "bench-runs",
                                             "compare") or (
                 args.command == "flower" and args.config) else read_spec(
@@ -709,6 +715,10 @@ def _main(argv: list[str]) -> int:
                 from rfl.runner import run_setting
                 _work_starts()
                 run_setting(zip(specs, args.data, args.references, args.tables, args.metas))
+            elif args.command == "batch":
+                from rfl.batches import read_batch_spec, run_batch
+                _work_starts()
+                return run_batch(read_batch_spec(args.spec))
             elif args.command == "figure":
                 from rfl.reporting.bias_sweep import sweep_figure
                 from rfl.reporting.figures import experiment_figure

@@ -188,7 +188,8 @@ class Plan:
     configfiles: the files the config was read from (named in the performance table).
     """
 
-    def __init__(self, config: dict, paper: dict, configfiles=(), skipped: dict | None = None):
+    def __init__(self, config: dict, paper: dict, configfiles=(), skipped: dict | None = None,
+                 cluster: dict | None = None):
         #: experiment -> why it is not run (``absent_data``): no runs, no figure; its claims
         #: are reported as not run
         self.skipped = dict(skipped or {})
@@ -227,6 +228,10 @@ class Plan:
         from rfl.reporting.order import menu
         #: where every result sits in the HTML report's menus, in the papers' order
         self.menu = menu(config)
+        #: the cluster settings (rfl/batches.py cluster_settings) or None; with them the run
+        #: jobs are batches of experiments (``batches``), without them one job per experiment
+        self.cluster = cluster
+        self.batches = self.run_batches() if cluster else []
 
     # ---- paths -------------------------------------------------------------------------
     def path(self, relative: str) -> str:
@@ -516,6 +521,8 @@ class Plan:
             specs[self.spec(f"tables/{t}")] = self.table_spec(t)
         for e in self.swept:
             specs[self.spec(f"sweeps/{e}")] = self.sweep_spec(e)
+        for k in range(len(self.batches)):
+            specs[self.spec(f"batches/batch{k}")] = self.batch_spec(k)
         return specs
 
     # ---- resources -------------------------------------------------------------------------
@@ -527,15 +534,35 @@ class Plan:
         return 0.0 if size is None else size / 2**20
 
     def data_mem_mb(self, wildcards) -> int:
-        """4x the data, at least 1 GB (the data and reference job)."""
-        return max(1000, math.ceil(4 * self.data_size_mb(wildcards.dataset)))
+        """4x the data, at least 1 GB (the data and reference job). On a cluster the largest of
+        the config's data jobs for every one (``_uniform``)."""
+        return self._uniform(self._data_mem_mb, wildcards.dataset)
+
+    def _data_mem_mb(self, dataset: str) -> int:
+        return max(1000, math.ceil(4 * self.data_size_mb(dataset)))
 
     def reference_runtime(self, wildcards) -> int:
         """Minutes: 10 + the solver's budget (starts x iterations x ~5 passes over the data at
-        >= 200 MB/s); closed-form references and data generation take seconds."""
-        ref = self.config["datasets"][wildcards.dataset].get("reference", {})
+        >= 200 MB/s); 10 for a closed-form x* (the problem's ``closed_form``: no solver runs; data
+        generation takes seconds). On a cluster the
+        largest of the config's data jobs for every one (``_uniform``), at most the time limit."""
+        minutes = self._uniform(self._reference_runtime, wildcards.dataset)
+        return min(minutes, self.cluster["time_limit_minutes"]) if self.cluster else minutes
+
+    def _reference_runtime(self, dataset: str) -> int:
+        if problem_class(self.config["datasets"][dataset]["problem"]).closed_form:
+            return LIGHT["runtime"]              # x* in closed form: no solver runs
+        ref = self.config["datasets"][dataset].get("reference", {})
         passes = ref.get("starts", 1) * ref.get("max_iterations", 1000) * 5
-        return 10 + math.ceil(passes * self.data_size_mb(wildcards.dataset) / 200 / 60)
+        return 10 + math.ceil(passes * self.data_size_mb(dataset) / 200 / 60)
+
+    def _uniform(self, resource, dataset: str) -> int:
+        """``resource(dataset)``; on a cluster its largest value over the datasets the runs use:
+        the data jobs go as one SLURM array (profiles/slurm), and the plugin gives every task of
+        an array the first task's resources."""
+        if not self.cluster:
+            return resource(dataset)
+        return max(resource(name) for name in {s["dataset"]["name"] for s in self.runs.values()} | {dataset})
 
     def run_samples(self, experiment: str) -> float:
         """The sample gradients the run job of ``experiment`` evaluates: rounds x K x B x the
@@ -567,6 +594,80 @@ class Plan:
         gradients (``run_samples``) at SAMPLE_CPU_S each (fitted to measured jobs: README)."""
         return JOB_CPU_S + self.run_samples(experiment) * SAMPLE_CPU_S
 
+    # ---- a cluster's run jobs: batches of experiments (rfl/batches.py) -------------------------
+    def run_experiments(self) -> list[str]:
+        """The experiments with runs, in config order."""
+        return [e for e in self.experiments if any(k[0] == e for k in self.runs)]
+
+    def run_batches(self) -> list[list[str]]:
+        """The experiments packed into batches (``rfl.batches.pack``) by their estimated CPU
+        seconds (``run_cpu_seconds``, the one estimate), under the cluster settings."""
+        from rfl.batches import limit_seconds, pack
+        c = self.cluster
+        costs = {e: self.run_cpu_seconds(e) for e in self.run_experiments()}
+        return pack(costs, c["batch_minutes"] * 60, limit_seconds(c), c["cores"])
+
+    def batch_cores(self, k: int) -> int:
+        """Cores of batch ``k``: the cluster's cores, at most one per experiment."""
+        return min(self.cluster["cores"], len(self.batches[k]))
+
+    def batch_estimate(self, k: int) -> float:
+        """Estimated wall seconds of batch ``k`` on its cores (``rfl.batches.makespan``)."""
+        from rfl.batches import makespan
+        return makespan([self.run_cpu_seconds(e) for e in self.batches[k]], self.batch_cores(k))
+
+    def batch_files(self, k: int, kind: str) -> list[str]:
+        """``run_files`` of every experiment of batch ``k``, in batch order."""
+        return [f for e in self.batches[k] for f in self.run_files(e, kind)]
+
+    def batch_logs(self, k: int) -> dict[str, str]:
+        """experiment -> its log (the local run job's, logs/runs/<experiment>.log)."""
+        return {e: self.log(f"runs/{e}") for e in self.batches[k]}
+
+    def batch_benchmarks(self, k: int) -> list[str]:
+        """The benchmark record of each experiment of batch ``k`` (the local run job's name,
+        written by ``rfl batch``), which the performance table reads."""
+        return [self.benchmark(f"runs/{e}") for e in self.batches[k]]
+
+    def batch_spec(self, k: int) -> dict:
+        """The spec of batch ``k`` (rfl batch): its cores and, longest estimate first, each
+        experiment's aligned run lists, log and benchmark record."""
+        return {"name": f"batch{k}", "cores": self.batch_cores(k),
+                "experiments": [{"name": e, "estimate_s": round(self.run_cpu_seconds(e), 3),
+                                 **{kind: self.run_files(e, key) for kind, key in
+                                    (("specs", "specs"), ("data", "data"), ("references", "reference"),
+                                     ("tables", "csv"), ("metas", "meta.json"))},
+                                 "log": self.log(f"runs/{e}"), "benchmark": self.benchmark(f"runs/{e}")}
+                                for e in self.batches[k]]}
+
+    def batch_resources(self, k: int) -> dict:
+        """mem_mb: the largest ``cores`` of its experiments' (``run_resources``) summed (they
+        run side by side); runtime: ``rfl.batches.request_minutes`` of its estimate."""
+        from rfl.batches import request_minutes
+        cores = self.batch_cores(k)
+        per_experiment = [(self.run_resources(e)["mem_mb"], e) for e in self.batches[k]]
+
+        def mem_mb(wildcards, input) -> int:  # noqa: A002
+            mems = sorted((f(wildcards, _Inputs(self.run_files(e, "data"), self.run_files(e, "reference")))
+                           for f, e in per_experiment), reverse=True)
+            return sum(mems[:cores])
+
+        return {"mem_mb": mem_mb, "runtime": request_minutes(self.batch_estimate(k), self.cluster)}
+
+    def batch_lines(self) -> str:
+        """One line per batch (printed by a dry run on a cluster): its experiments, estimate,
+        time request and cores."""
+        from rfl.batches import request_minutes
+        c = self.cluster
+        lines = [f"rfl: {len(self.run_experiments())} run jobs in {len(self.batches)} batches "
+                 f"(floor {c['batch_minutes']:g} min, time limit {c['time_limit_minutes']} min, "
+                 f"{c['cores']} cores, margin {c['margin']:g}; rfl/batches.py):"]
+        for k, batch in enumerate(self.batches):
+            est = self.batch_estimate(k)
+            lines.append(f"  run_batch{k}: {len(batch)} experiments, estimate {est / 60:.1f} min on "
+                         f"{self.batch_cores(k)} cores, asks {request_minutes(est, c)} min: {', '.join(batch)}")
+        return "\n".join(lines)
+
     def cpu_estimate(self) -> str:
         """The estimated CPU-hours of every run job and their total, one line each."""
         hours = {e: self.run_cpu_seconds(e) / 3600 for e in self.experiments
@@ -577,6 +678,13 @@ class Plan:
         lines += [f"  {e:<{width}}  {h:10.3f}" for e, h in hours.items()]
         lines.append(f"  {'total':<{width}}  {sum(hours.values()):10.3f}")
         return "\n".join(lines)
+
+
+class _Inputs:
+    """The ``input`` a run job's mem_mb function reads (data and references), for a batch."""
+
+    def __init__(self, data, references):
+        self.data, self.references = data, references
 
 
 def _participants(participation, agents: int) -> float:

@@ -7,6 +7,7 @@ from snakemake.utils import validate
 
 from rfl import config as rflconfig
 from rfl import io
+from rfl.batches import BatchError, cluster_settings
 from rfl.workflow import LIGHT, Plan, absent_data, alternatives, is_dry_run, pinned, skip_lines
 
 
@@ -16,11 +17,15 @@ from rfl.workflow import LIGHT, Plan, absent_data, alternatives, is_dry_run, pin
 # geometry and step given by name are resolved before anything checks it (rfl/config.py).
 # Clear, key-naming errors first (schema + semantic checks, plug-ins that fail to load), then
 # Snakemake's own check; rfl's errors end the workflow as `rfl` does: one line, exit status 2.
+# The cluster settings (profiles/slurm passes them with --config cluster={...}) are not part of
+# the experiments' config: taken out before it is checked, they make the run jobs batches of
+# experiments (rfl/batches.py) and nothing else; without them the DAG is one job per experiment.
 try:
+    CLUSTER = cluster_settings(config.pop("cluster")) if "cluster" in config else None
     _configs = [(_f, io.read_yaml(_f)) for _f in workflow.configfiles]
     config = rflconfig.resolve_includes(config, rflconfig.including_file(_configs))
     config = rflconfig.validate(config)
-except (io.YAMLError, rflconfig.ConfigError) as _error:
+except (io.YAMLError, rflconfig.ConfigError, BatchError) as _error:
     print(f"rfl: error: {_error}", file=sys.stderr)
     raise SystemExit(2)
 validate(config, "../config/schema.yaml")
@@ -32,12 +37,15 @@ validate(config, "../config/schema.yaml")
 SKIPPED = absent_data(config)
 for _line in skip_lines(SKIPPED):
     print(_line, file=sys.stderr)
-PLAN = Plan(config, io.read_yaml("config/paper_values.yaml"), workflow.configfiles, skipped=SKIPPED)
+PLAN = Plan(config, io.read_yaml("config/paper_values.yaml"), workflow.configfiles, skipped=SKIPPED,
+            cluster=CLUSTER)
 OUT = PLAN.out
 # A dry run (-n) prints the estimated CPU-hours of the run jobs once (rfl/workflow.py); the
 # workflow does not know it is a dry run while it parses, so the command line says.
 if is_dry_run(sys.argv):
     print(PLAN.cpu_estimate(), file=sys.stderr)
+    if CLUSTER:
+        print(PLAN.batch_lines(), file=sys.stderr)
 # The software of every job (with --software-deployment-method conda).
 ENV = "../envs/rfl.yaml"
 

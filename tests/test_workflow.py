@@ -201,15 +201,19 @@ def test_data_and_reference_resources_scale_with_the_data():
     assert big.data_mem_mb(_wc(dataset="cpesph")) == 3052               # ceil(4 x 762.94)
     cfg["datasets"]["cpesph"]["params"].update(S=10, N=100, d=99)      # 0.76 MB: the 1 GB floor
     assert Plan(cfg, PAPER).data_mem_mb(_wc(dataset="cpesph")) == 1000
-    # minutes: 10 + starts x iterations x 5 passes over the data at 200 MB/s
-    cfg["datasets"]["cpesph"]["reference"] = {"starts": 2, "max_iterations": 300, "tolerance": 1e-8}
-    cfg["datasets"]["cpesph"]["params"].update(S=100, N=200, d=99)     # 16e6 B = 15.26 MB
+    # minutes: 10 + starts x iterations x 5 passes over the data at 200 MB/s (a solver's x*:
+    # the Frechet mean on SPD)
+    cfg["datasets"]["cfmspd"]["reference"] = {"starts": 2, "max_iterations": 300, "tolerance": 1e-8}
+    cfg["datasets"]["cfmspd"]["params"].update(S=100, N=200, d=10)     # S N d^2 x 8 B = 16e6 B = 15.26 MB
     size = 16e6 / 2**20
     expected = 10 + math.ceil(2 * 300 * 5 * size / 200 / 60)
-    assert expected == 14 and Plan(cfg, PAPER).reference_runtime(_wc(dataset="cpesph")) == expected
+    assert expected == 14 and Plan(cfg, PAPER).reference_runtime(_wc(dataset="cfmspd")) == expected
     # no reference settings at all: 1 start x 1000 iterations
-    del cfg["datasets"]["cpesph"]["reference"]
-    assert Plan(cfg, PAPER).reference_runtime(_wc(dataset="cpesph")) == 10 + math.ceil(5000 * size / 12000)
+    del cfg["datasets"]["cfmspd"]["reference"]
+    assert Plan(cfg, PAPER).reference_runtime(_wc(dataset="cfmspd")) == 10 + math.ceil(5000 * size / 12000)
+    # x* in closed form (CPESph's leading eigenvector): no solver, whatever its reference settings
+    cfg["datasets"]["cpesph"]["reference"] = {"starts": 2, "max_iterations": 300, "tolerance": 1e-8}
+    assert Plan(cfg, PAPER).reference_runtime(_wc(dataset="cpesph")) == 10
 
 
 def test_run_resources_count_the_sample_gradients_of_the_job(plan, tmp_path):

@@ -79,6 +79,9 @@ class Problem(abc.ABC):
     #: "linear_field" (A(Z) x - b(Z), not a gradient); a strategy applies when its
     #: ``fields`` contain it
     field: str = "gradient"
+    #: whether ``closed_form_optimum`` always gives x*, so the reference job runs no solver (its
+    #: time request on a cluster: rfl/workflow.py Plan.reference_runtime)
+    closed_form: bool = False
     #: JSON schema (2020-12) of a dataset's ``params`` for this problem
     params_schema: dict = {"type": "object"}
     #: names of the problem-specific columns ``extra_metrics`` adds to a run table

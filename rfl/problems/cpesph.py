@@ -20,6 +20,7 @@ from .base import COUNT, SampleArrayProblem, object_schema
 class CPESph(SampleArrayProblem):
     """Z: (S, N, n) agents' samples (rows), n = d + 1."""
 
+    closed_form = True               # x* in closed form (closed_form_optimum): no solver
     name = "cpesph"
     manifold_class = Sphere
     params_schema = object_schema(

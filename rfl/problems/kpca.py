@@ -35,6 +35,7 @@ from .base import COUNT, Problem, object_schema
 class KPCA(Problem):
     """Z: (S, N, d) agents' samples; r the number of principal components."""
 
+    closed_form = True               # x* in closed form (closed_form_optimum): no solver
     name = "kpca"
     manifold_class = Stiefel
     params_schema = object_schema(

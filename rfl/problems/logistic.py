@@ -55,6 +55,7 @@ def _logaddexp0(z):
 class FederatedLogistic(ErrorCoordinates, Problem):
     """X (N, n, d) features, y (N, n) labels in {-1, +1}, lam the L2 weight."""
 
+    closed_form = True               # x* in closed form (closed_form_optimum): no solver
     name = "logistic"
     manifold_class = Euclidean
     params_schema = object_schema(

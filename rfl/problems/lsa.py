@@ -79,6 +79,7 @@ class FederatedLSA(Problem):
     transition pools; oracle: "pool" or "exact".
     """
 
+    closed_form = True               # x* in closed form (closed_form_optimum): no solver
     name = "lsa"
     manifold_class = Euclidean
     field = "linear_field"

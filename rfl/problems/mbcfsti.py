@@ -28,6 +28,7 @@ from .base import COUNT, SCALE, Problem, object_schema
 class MBCFSti(Problem):
     """A: (S, N, d, d) agents' symmetric matrices; p the number of columns."""
 
+    closed_form = True               # x* in closed form (closed_form_optimum): no solver
     name = "mbcfsti"
     manifold_class = Stiefel
     params_schema = object_schema(

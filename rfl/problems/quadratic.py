@@ -52,6 +52,7 @@ class HeterogeneousQuadratic(ErrorCoordinates, Problem):
     """A_mean (N, d, d), b_mean (N, d): the clients' exact A_c, b_c; A_dev (N, n, d, d),
     b_dev (N, n, d): the per-sample deviations (each sums to 0 over its n samples)."""
 
+    closed_form = True               # x* in closed form (closed_form_optimum): no solver
     name = "quadratic"
     manifold_class = Euclidean
     params_schema = object_schema(
