@@ -27,6 +27,9 @@ from pathlib import Path
 from rfl import cost_model
 
 MAX_ROUNDS = 5000
+#: the probe of a design run's rounds stops at this extra CPU over 2 rounds, or at PROBE_ROUNDS
+PROBE_S = 0.01
+PROBE_ROUNDS = 2048
 #: the most distinct (K, B, participation, R) shapes of one pair measured
 MAX_SHAPES = 4
 
@@ -51,7 +54,7 @@ def shapes_of(specs: list[dict]) -> list[dict]:
 
 def design(spec: dict, shapes: list[dict]) -> list[dict]:
     """The calibration runs of one pair (``_times``: the rounds in units of the run's T0):
-    every shape of the config once, the first one again and at 3 T0; with one shape only,
+    every shape of the config once, the first one also at 3 T0; with one shape only,
     also 2K and 4B (or B/4); with replicas, R/4 at 3 T0 (``_design_spec``)."""
     def shaped(sh, times=1):
         s = copy.deepcopy(spec)
@@ -64,7 +67,7 @@ def design(spec: dict, shapes: list[dict]) -> list[dict]:
         else:
             s.pop("replicas", None)
         return dict(s, _times=times)
-    runs = [shaped(shapes[0]), shaped(shapes[0]), shaped(shapes[0], 3)]
+    runs = [shaped(shapes[0]), shaped(shapes[0], 3)]
     runs += [shaped(sh) for sh in shapes[1:]]
     base = shaped(shapes[0])
     if len(shapes) == 1:
@@ -129,18 +132,38 @@ def probe(request: dict) -> dict:
                               "method": np.array("calibration")})
         csv, meta = Path(tmp, "run.csv"), Path(tmp, "run.meta.json")
 
+        problems = {json.dumps(geometry, sort_keys=True): problem}
+
         def timed(s):
+            key = json.dumps(s.get("geometry"), sort_keys=True)
+            if key not in problems:             # another geometry: its own problem (as a job)
+                problems[key] = runner.load_problem(ds, request["data_npz"], s.get("geometry"))
             t = time.process_time()
-            table = runner.run(s, request["data_npz"], ref, csv, meta, problem=problem)
+            table = runner.run(s, request["data_npz"], ref, csv, meta, problem=problems[key])
             return time.process_time() - t, int(table["round"].iloc[-1])
+
+        def rounds_for(s) -> int:
+            """T0 of a design run: rounds whose part of the run's CPU is ~TARGET_S, from the
+            extra CPU of T = 2, 8, 32, ... rounds over 2 (the fixed part cancels)."""
+            c2, _ = timed(dict(s, rounds=2))
+            T = 2
+            while T < PROBE_ROUNDS:
+                T *= 4
+                cT, _ = timed(dict(s, rounds=T))
+                if cT - c2 >= PROBE_S:
+                    break
+            per_round = max(cT - c2, 1e-9) / (T - 2)
+            return int(min(MAX_ROUNDS, max(3, math.ceil(cost_model.TARGET_S / per_round))))
 
         for spec, shapes in zip(specs, request["shapes"]):
             warm, _ = timed(_design_spec(spec, 1, 1, 1, 1))
-            points = []
+            points, T0s = [], {}
             for s in design(spec, shapes):
-                probe_s, _ = timed(dict(s, rounds=3))
-                T0 = int(min(MAX_ROUNDS, max(3, math.ceil(cost_model.TARGET_S * 3 / max(probe_s, 1e-6)))))
-                s["rounds"] = T0 * s.pop("_times")
+                times = s.pop("_times")
+                key = json.dumps(s, sort_keys=True)
+                if key not in T0s:
+                    T0s[key] = rounds_for(s)
+                s["rounds"] = T0s[key] * times
                 seconds, done = timed(s)
                 f = cost_model.run_factors(s)
                 f["T"] = done                       # a run that diverged stops early
@@ -226,9 +249,9 @@ def calibrate(config: dict, plan, data_dir=None, experiments=None, log=print,
              if (experiments is None or e in experiments) and e not in plan.skipped for s in ss]
     by_dataset: dict[str, dict[str, dict]] = {}
     pair_specs: dict[tuple, list] = {}
-    for s in specs:                       # the first spec of each (dataset, algorithm) pair
-        by_dataset.setdefault(s["dataset"]["name"], {}).setdefault(s["algorithm"]["name"], s)
-        pair_specs.setdefault((s["dataset"]["name"], s["algorithm"]["name"]), []).append(s)
+    for s in specs:                       # the first spec of each pair (cost_model.pair_key)
+        by_dataset.setdefault(s["dataset"]["name"], {}).setdefault(cost_model.pair_key(s), s)
+        pair_specs.setdefault(cost_model.pair_key(s), []).append(s)
     model = {"format": cost_model.FORMAT, "version": cost_model.VERSION, "commit": _commit(),
              "machine": _machine(), "measured": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
              "config": configfile, "startup_s": 0.0, "datasets": [], "pairs": [], "skipped": []}
@@ -242,7 +265,7 @@ def calibrate(config: dict, plan, data_dir=None, experiments=None, log=print,
                 model["skipped"].append(name)
                 continue
             request = {"data_npz": str(npz), "specs": list(pairs.values()),
-                       "shapes": [shapes_of(pair_specs[(name, a)]) for a in pairs]}
+                       "shapes": [shapes_of(pair_specs[key]) for key in pairs]}
             r = subprocess.run([sys.executable, "-m", "rfl.calibrate"], input=json.dumps(request),
                                capture_output=True, text=True, check=False, env=_job_env())
             if r.returncode != 0:
@@ -254,18 +277,22 @@ def calibrate(config: dict, plan, data_dir=None, experiments=None, log=print,
                                       "load_first_s": result["load_first_s"],
                                       "load_next_s": result["load_next_s"]})
             cpu = result["startup_s"] + result["load_first_s"] + result["load_next_s"]
-            for pair in result["pairs"]:
+            for i, (pair, spec) in enumerate(zip(result["pairs"], pairs.values())):
                 coef = fit(pair["points"])
                 f1 = dict(pair["points"][0]["factors"], T=1)
                 one_round = sum(coef[k] * x for k, x in zip(cost_model.COEFFICIENTS,
                                                             cost_model.run_features(**f1)))
+                warmup = max(0.0, pair["warm_s"] - one_round)
+                if i == 0:                  # the first run on the problem in a process
+                    model["datasets"][-1]["first_run_s"] = warmup
                 model["pairs"].append({"dataset": name, "problem": ds["problem"], "params": ds["params"],
                                        "algorithm": pair["algorithm"], "coefficients": coef,
-                                       "warmup_s": max(0.0, pair["warm_s"] - one_round),
+                                       "variant": cost_model.variant(spec),
+                                       "warmup_s": 0.0 if i == 0 else warmup,
                                        "points": len(pair["points"])})
                 cpu += pair["warm_s"] + sum(p["cpu_s"] for p in pair["points"])
             cpu_total += cpu
-            log(f"rfl calibrate: {name}: {len(result['pairs'])} algorithm(s), {cpu:.1f} CPU-s")
+            log(f"rfl calibrate: {name}: {len(result['pairs'])} algorithm(s) and variant(s), {cpu:.1f} CPU-s")
     model["startup_s"] = statistics.median(startups) if startups else 0.0
     model["calibration_cpu_s"] = round(cpu_total, 2)
     return cost_model.validate(model, "calibration")

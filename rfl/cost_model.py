@@ -5,7 +5,8 @@ costs, in CPU seconds,
 
     job(E) = startup                                   interpreter and imports, once
            + load_first[D] + (n_D - 1) load_next[D]    its data instances loaded (n_D of dataset D)
-           + sum over its (D, A) pairs of warmup[D, A]  an algorithm's first run in the process
+           + first_run[D]                              the first run on D in the process
+           + sum over its (D, A) pairs of warmup[D, A]  an algorithm's first run, beyond first_run[D]
            + sum over its runs of run(spec)
 
     run(spec) = run_s + run_replica_s R + T (round_s + replica_round_s R + step_s K P R
@@ -47,7 +48,7 @@ COEFFICIENTS = ("run_s", "run_replica_s", "round_s", "replica_round_s", "step_s"
 FALLBACK_JOB_S = 1.0
 FALLBACK_SAMPLE_S = 1e-6
 #: CPU seconds a calibration run aims at (long enough to swamp the clock's and the run's fixed cost)
-TARGET_S = 0.06
+TARGET_S = 0.04
 
 
 class CostModelError(ValueError):
@@ -134,7 +135,7 @@ def validate(data, path="cost model") -> dict:
         where = f"datasets[{i}]"
         if not isinstance(d, dict) or not isinstance(d.get("problem"), str) or not isinstance(d.get("params"), dict):
             raise CostModelError(f"{path}: {where} needs problem (a name) and params (a mapping)")
-        for k in ("load_first_s", "load_next_s"):
+        for k in ("load_first_s", "load_next_s", "first_run_s"):
             _number(path, f"{where}.{k}", d.get(k))
     for i, p in enumerate(data["pairs"]):
         where = f"pairs[{i}]"
@@ -149,6 +150,8 @@ def validate(data, path="cost model") -> dict:
         for k in COEFFICIENTS:
             _number(path, f"{where}.coefficients.{k}", p["coefficients"].get(k))
         _number(path, f"{where}.warmup_s", p.get("warmup_s"))
+        if not isinstance(p.get("variant", {}), dict):
+            raise CostModelError(f"{path}: {where}.variant is not a mapping (geometry, weighted_objective, time)")
     return data
 
 
@@ -193,15 +196,27 @@ def _memory(problem: str, params: dict) -> float | None:
     return float(size) if size else None
 
 
-def _nearest(entries: list[dict], problem: str, params: dict, algorithm: str | None = None):
-    """(entry, scale, basis) for a dataset (and algorithm): the exact entry ("measured"), else
-    that of the same problem (and algorithm) nearest in data bytes, its size-dependent costs
-    times the bytes' ratio ("scaled"), else (None, 1, "rule of thumb")."""
+def variant(spec: dict) -> dict:
+    """What else of a run spec changes the cost of its rounds: its geometry (retraction and
+    transport), and whether each round also scores a weighted objective or a time model."""
+    return {"geometry": spec.get("geometry"), "weighted_objective": spec.get("weighted_objective") is not None,
+            "time": spec.get("time") is not None}
+
+
+def _nearest(entries: list[dict], problem: str, params: dict, algorithm: str | None = None,
+             var: dict | None = None):
+    """(entry, scale, basis) for a dataset (and algorithm, and its ``variant``): the exact
+    entry ("measured"), else that of the same problem (and algorithm) nearest in data bytes,
+    its size-dependent costs times the bytes' ratio ("scaled"; another variant of the same
+    size also counts as scaled), else (None, 1, "rule of thumb")."""
     key = params_key(params)
     same = [e for e in entries if e["problem"] == problem and (algorithm is None or e["algorithm"] == algorithm)]
-    for e in same:
-        if params_key(e["params"]) == key:
+    exact = [e for e in same if params_key(e["params"]) == key]
+    for e in exact:
+        if var is None or e.get("variant", var) == var:
             return e, 1.0, "measured"
+    if exact:
+        return exact[0], 1.0, "scaled"
     if not same:
         return None, 1.0, "rule of thumb"
     want = _memory(problem, params)
@@ -217,13 +232,18 @@ def run_seconds(spec: dict, model: dict | None) -> tuple[float, str]:
     ds = spec["dataset"]
     f = run_factors(spec)
     entry, scale, basis = _nearest(model["pairs"] if model else [], ds["problem"], ds["params"],
-                                   spec["algorithm"]["name"])
+                                   spec["algorithm"]["name"], variant(spec))
     if entry is None:
         return f["T"] * f["K"] * f["B"] * f["P"] * f["R"] * FALLBACK_SAMPLE_S, basis
     c = dict(entry["coefficients"])
     for k in ("round_s", "replica_round_s", "sample_s"):      # a pass over more data
         c[k] *= scale
     return sum(c[k] * x for k, x in zip(COEFFICIENTS, run_features(**f))), basis
+
+
+def pair_key(spec: dict) -> tuple:
+    """The model's pair of a run spec: (dataset name, algorithm, its ``variant``)."""
+    return (spec["dataset"]["name"], spec["algorithm"]["name"], json.dumps(variant(spec), sort_keys=True))
 
 
 def _setting_key(spec: dict) -> tuple:
@@ -242,7 +262,7 @@ def job_estimate(specs: list[dict], model: dict | None) -> dict:
         startup = FALLBACK_JOB_S
     else:
         startup = model["startup_s"]
-    load = 0.0
+    load, warmup = 0.0, 0.0
     seen_datasets = set()
     for key in dict.fromkeys(_setting_key(s) for s in specs):
         spec = next(s for s in specs if _setting_key(s) == key)
@@ -251,13 +271,13 @@ def job_estimate(specs: list[dict], model: dict | None) -> dict:
         if entry is not None:
             first = ds["name"] not in seen_datasets
             load += scale * entry["load_first_s" if first else "load_next_s"]
+            warmup += entry["first_run_s"] if first else 0.0
             bases.append(basis)
         seen_datasets.add(ds["name"])
-    warmup = 0.0
-    for pair in dict.fromkeys((s["dataset"]["name"], s["algorithm"]["name"]) for s in specs):
-        spec = next(s for s in specs if (s["dataset"]["name"], s["algorithm"]["name"]) == pair)
+    for pair in dict.fromkeys(pair_key(s) for s in specs):
+        spec = next(s for s in specs if pair_key(s) == pair)
         entry, _, basis = _nearest(model["pairs"] if model else [], spec["dataset"]["problem"],
-                                   spec["dataset"]["params"], pair[1])
+                                   spec["dataset"]["params"], spec["algorithm"]["name"], variant(spec))
         warmup += entry["warmup_s"] if entry is not None else 0.0
     runs = 0.0
     for s in specs:

@@ -40,7 +40,7 @@ def _model(**over):
     model = {"format": cost_model.FORMAT, "version": cost_model.VERSION, "commit": "abc123",
              "machine": "a test machine", "startup_s": 0.5,
              "datasets": [{"name": "cpesph", "problem": "cpesph", "params": dict(CPESPH),
-                           "load_first_s": 0.25, "load_next_s": 0.125}],
+                           "load_first_s": 0.25, "load_next_s": 0.125, "first_run_s": 0.0625}],
              "pairs": [{"dataset": "cpesph", "problem": "cpesph", "params": dict(CPESPH),
                         "algorithm": "rfedags", "coefficients": dict(COEF), "warmup_s": 0.75}]}
     model.update(over)
@@ -83,11 +83,12 @@ def test_a_job_adds_startup_each_load_one_warmup_per_algorithm_and_its_runs():
     other_instance = _spec(rounds=50, instance="seed1")     # a second data instance: load_next
     specs = [a, b, other_instance]
     runs = sum(cost_model.run_seconds(s, model)[0] for s in specs)
-    want = 0.5 + 0.25 + 0.125 + 0.75 + runs
+    # start-up, the first and the next load, the dataset's first run and rfedags' warm-up
+    want = 0.5 + 0.25 + 0.125 + 0.0625 + 0.75 + runs
     est = cost_model.job_estimate(specs, model)
     assert est["cpu_s"] == pytest.approx(want, rel=1e-12)
     assert cost_model.job_cpu_seconds(specs, model) == est["cpu_s"]
-    assert (est["startup_s"], est["load_s"], est["warmup_s"]) == pytest.approx((0.5, 0.375, 0.75))
+    assert (est["startup_s"], est["load_s"], est["warmup_s"]) == pytest.approx((0.5, 0.375, 0.8125))
 
 
 def test_another_size_of_the_same_problem_is_scaled_by_its_data_bytes():
@@ -145,10 +146,10 @@ def test_calibration_measures_the_smallest_and_largest_shape_of_a_pair_first():
     assert len(shapes) == calibrate.MAX_SHAPES and len({s["K"] for s in shapes}) == len(shapes)
     runs = calibrate.design(specs[0], shapes)
     # the first shape three times (once at 3 T0), then each other shape once
-    assert [r["algorithm"]["K"] for r in runs] == [1, 1, 1, 1000] + [s["K"] for s in shapes[2:]]
-    assert [r["_times"] for r in runs[:3]] == [1, 1, 3]
+    assert [r["algorithm"]["K"] for r in runs] == [1, 1, 1000] + [s["K"] for s in shapes[2:]]
+    assert [r["_times"] for r in runs[:2]] == [1, 3]
     one = calibrate.design(specs[0], calibrate.shapes_of([_spec(K=10, B=64, replicas=16)]))
-    changed = [(r["algorithm"]["K"], r["algorithm"]["batch_size"], r["replicas"]) for r in one[3:]]
+    changed = [(r["algorithm"]["K"], r["algorithm"]["batch_size"], r["replicas"]) for r in one[2:]]
     # one shape: 2K, then 4B unless it exceeds the smallest agent's 80 samples (B / 4), then R / 4
     assert changed == [(20, 64, 16), (10, 16, 16), (10, 64, 4)]
 
