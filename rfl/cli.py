@@ -26,7 +26,7 @@
                                                 (the HTML report's pages, one per figure)
     rfl performance SPEC OUT.csv BENCH.tsv...   CPU seconds per rule kind and experiment (csv, md)
                                                 from the jobs' benchmark records and logs
-    rfl calibrate [--config CONFIG] [--data-dir DIR] [--out MODEL.json] [--experiments E...]
+    rfl calibrate CONFIG [--data-dir DIR] [--out MODEL.json] [--experiments E...]
                                                 measure the cost model of the run jobs here
                                                 (rfl/cost_model.py; default rfl/cost_model.json)
     rfl cost-check PERF.csv [--config CONFIG] [--model MODEL.json]
@@ -336,9 +336,8 @@ def build_parser(from_results: bool = False) -> argparse.ArgumentParser:
                    help="the jobs' benchmark records (default: every one under the spec's directory)")
     p = command("calibrate", "measure the cost model of the run jobs on this machine (short "
                 "runs of every dataset and algorithm of a config, in CPU time) and write it")
-    p.add_argument("--config", type=_existing, default="config/config.yaml",
-                   help="the workflow config whose datasets and algorithms to measure "
-                        "(default config/config.yaml)")
+    p.add_argument("config", type=_existing,
+                   help="the workflow config whose datasets and algorithms to measure, e.g. config/config.yaml")
     p.add_argument("--data-dir", default=None, metavar="DIR",
                    help="read the data instances from DIR/<dataset>/<instance>.npz where they exist "
                         "(a run's OUT/results/data); others are generated from the cached raw files")
@@ -623,9 +622,16 @@ def _cost_command(args) -> int:
     from rfl.reporting.performance import PerfInputError
     from rfl.workflow import Plan
 
-    config = rflconfig.load(args.config)
-    plan = Plan(config, {})
     try:
+        if args.command == "cost-check":          # the measurements first: a bad table stops early
+            measured = cost_model.measured_jobs(args.perf_csv)
+        try:
+            config = rflconfig.load(args.config)
+        except UnicodeDecodeError:
+            raise SpecError(f"{args.config}: not valid YAML (not UTF-8 text)") from None
+        except rflconfig.ConfigError as exc:       # one line, naming the file
+            raise SpecError(f"{args.config}: {' '.join(str(exc).split())}") from None
+        plan = Plan(config, {})
         if args.command == "calibrate":
             from rfl import calibrate
             unknown = sorted(set(args.experiments or ()) - set(config["experiments"]))
@@ -644,7 +650,7 @@ def _cost_command(args) -> int:
         model = cost_model.read(model_path)
         estimates = {e: cost_model.job_estimate(specs, model)
                      for e, specs in cost_model.experiment_specs(plan.config).items()}
-        rows = cost_model.check_rows(estimates, cost_model.measured_jobs(args.perf_csv))
+        rows = cost_model.check_rows(estimates, measured)
         print(cost_model.check_table(rows, f"cost model {model_path} (commit {model['commit'][:10]}, "
                                            f"{model['machine']}) against {args.perf_csv}"), end="")
         return 0

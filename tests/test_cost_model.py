@@ -247,3 +247,18 @@ def test_cost_check_with_a_bad_model_file_exits_2_naming_it(tmp_path):
     assert r.returncode == 2 and r.stdout == ""
     assert r.stderr.count("\n") == 1 and str(bad) in r.stderr and "version 0" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_calibrate_measures_every_pair_of_the_experiments_it_is_given(tmp_path):
+    # one short calibration of the smoke config's partbias_fixed (exp geometry, a weighted
+    # objective): the written model reads back, and every run of the experiment is costed
+    # from a pair measured at its own dataset and variant
+    out = tmp_path / "model.json"
+    r = _rfl("calibrate", "config/smoke.yaml", "--experiments", "partbias_fixed", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    model = cost_model.read(out)
+    specs = cost_model.experiment_specs(SMOKE)["partbias_fixed"]
+    assert {cost_model.pair_key(s) for s in specs} == {
+        (p["dataset"], p["algorithm"], json.dumps(p["variant"], sort_keys=True)) for p in model["pairs"]}
+    est = cost_model.job_estimate(specs, model)
+    assert est["basis"] == "measured" and est["cpu_s"] > model["startup_s"] > 0
