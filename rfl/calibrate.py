@@ -298,6 +298,24 @@ def calibrate(config: dict, plan, data_dir=None, experiments=None, log=print,
     return cost_model.validate(model, "calibration")
 
 
+def merged(old: dict, new: dict) -> dict:
+    """``old`` with the datasets and pairs of ``new`` (a dataset or pair both measure: new's),
+    and new's commit, machine and start-up; ``config`` and ``measured`` list both."""
+    def dkey(d):
+        return (d["problem"], cost_model.params_key(d["params"]))
+
+    def pkey(p):
+        return dkey(p) + (p["algorithm"], json.dumps(p.get("variant"), sort_keys=True))
+    out = dict(new)
+    out["datasets"] = [d for d in old["datasets"] if dkey(d) not in {dkey(x) for x in new["datasets"]}] + new["datasets"]
+    out["pairs"] = [p for p in old["pairs"] if pkey(p) not in {pkey(x) for x in new["pairs"]}] + new["pairs"]
+    for k in ("config", "measured"):
+        out[k] = f"{old.get(k, '-')}; {new.get(k, '-')}"
+    out["calibration_cpu_s"] = round(old.get("calibration_cpu_s", 0.0) + new.get("calibration_cpu_s", 0.0), 2)
+    out["skipped"] = sorted(set(old.get("skipped", [])) | set(new.get("skipped", [])))
+    return cost_model.validate(out, "merged calibration")
+
+
 def write(model: dict, path) -> None:
     """The model file (JSON, a pair per line for readable diffs)."""
     from rfl import io

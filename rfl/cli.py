@@ -26,7 +26,7 @@
                                                 (the HTML report's pages, one per figure)
     rfl performance SPEC OUT.csv BENCH.tsv...   CPU seconds per rule kind and experiment (csv, md)
                                                 from the jobs' benchmark records and logs
-    rfl calibrate CONFIG [--data-dir DIR] [--out MODEL.json] [--experiments E...]
+    rfl calibrate CONFIG [--data-dir DIR] [--out MODEL.json] [--experiments E...] [--add]
                                                 measure the cost model of the run jobs here
                                                 (rfl/cost_model.py; default rfl/cost_model.json)
     rfl cost-check PERF.csv [--config CONFIG] [--model MODEL.json]
@@ -345,6 +345,9 @@ def build_parser(from_results: bool = False) -> argparse.ArgumentParser:
                    help="the model written (default rfl/cost_model.json, the dry run's)")
     p.add_argument("--experiments", nargs="+", default=None, metavar="E",
                    help="only the datasets and algorithms of these experiments")
+    p.add_argument("--add", action="store_true",
+                   help="add the measurements to the model file (replacing what both measure) "
+                        "instead of writing a new one: e.g. config/paper.yaml's sizes beside the default's")
     p = command("cost-check", "the cost model's estimate of every run job beside its measured "
                 "CPU seconds (a full run's performance.csv) and the share within 25 %%")
     p.add_argument("perf_csv", type=_existing, help="paper_tables/performance.csv of a run")
@@ -642,6 +645,8 @@ def _cost_command(args) -> int:
                                         log=lambda line: print(line, file=sys.stderr),
                                         configfile=str(args.config))
             out = args.out or cost_model.MODEL_PATH
+            if args.add and Path(out).is_file():
+                model = calibrate.merged(cost_model.read(out), model)
             calibrate.write(model, out)
             print(f"rfl calibrate: {len(model['pairs'])} pairs of {len(model['datasets'])} datasets, "
                   f"{model['calibration_cpu_s']:.1f} CPU-s of runs, written to {out}")

@@ -262,3 +262,19 @@ def test_calibrate_measures_every_pair_of_the_experiments_it_is_given(tmp_path):
         (p["dataset"], p["algorithm"], json.dumps(p["variant"], sort_keys=True)) for p in model["pairs"]}
     est = cost_model.job_estimate(specs, model)
     assert est["basis"] == "measured" and est["cpu_s"] > model["startup_s"] > 0
+
+
+def test_added_measurements_replace_what_both_measure_and_keep_the_rest():
+    old = _model()
+    other = dict(_model()["pairs"][0], algorithm="rfedavg")
+    old["pairs"].append(other)
+    new = _model(commit="def456", startup_s=0.25)
+    new["pairs"][0]["coefficients"] = dict(COEF, run_s=0.5)
+    bigger = {"name": "big", "problem": "cpesph", "params": dict(CPESPH, S=40), "load_first_s": 1.0,
+              "load_next_s": 0.5, "first_run_s": 0.0}
+    new["datasets"].append(bigger)
+    got = calibrate.merged(old, new)
+    assert got["commit"] == "def456" and got["startup_s"] == 0.25
+    assert [(p["algorithm"], p["coefficients"]["run_s"]) for p in got["pairs"]] == [("rfedavg", COEF["run_s"]),
+                                                                                   ("rfedags", 0.5)]
+    assert got["datasets"] == new["datasets"]
