@@ -300,7 +300,8 @@ def calibrate(config: dict, plan, data_dir=None, experiments=None, log=print,
 
 def merged(old: dict, new: dict) -> dict:
     """``old`` with the datasets and pairs of ``new`` (a dataset or pair both measure: new's),
-    and new's commit, machine and start-up; ``config`` and ``measured`` list both."""
+    the commits and machines of both (when they differ), the start-up the mean of both weighted by their datasets (each
+    probe measures one); ``config`` and ``measured`` list both."""
     def dkey(d):
         return (d["problem"], cost_model.params_key(d["params"]))
 
@@ -309,8 +310,12 @@ def merged(old: dict, new: dict) -> dict:
     out = dict(new)
     out["datasets"] = [d for d in old["datasets"] if dkey(d) not in {dkey(x) for x in new["datasets"]}] + new["datasets"]
     out["pairs"] = [p for p in old["pairs"] if pkey(p) not in {pkey(x) for x in new["pairs"]}] + new["pairs"]
-    for k in ("config", "measured"):
-        out[k] = f"{old.get(k, '-')}; {new.get(k, '-')}"
+    for k in ("config", "measured", "commit", "machine"):
+        if old.get(k, "-") != new.get(k, "-"):
+            out[k] = f"{old.get(k, '-')}; {new.get(k, '-')}"
+    n_old, n_new = len(old["datasets"]), len(new["datasets"])
+    if n_old + n_new:
+        out["startup_s"] = (n_old * old["startup_s"] + n_new * new["startup_s"]) / (n_old + n_new)
     out["calibration_cpu_s"] = round(old.get("calibration_cpu_s", 0.0) + new.get("calibration_cpu_s", 0.0), 2)
     out["skipped"] = sorted(set(old.get("skipped", [])) | set(new.get("skipped", [])))
     return cost_model.validate(out, "merged calibration")

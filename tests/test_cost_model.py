@@ -274,7 +274,8 @@ def test_added_measurements_replace_what_both_measure_and_keep_the_rest():
               "load_next_s": 0.5, "first_run_s": 0.0}
     new["datasets"].append(bigger)
     got = calibrate.merged(old, new)
-    assert got["commit"] == "def456" and got["startup_s"] == 0.25
+    # start-up: 1 dataset measured at 0.5 s, 2 at 0.25 s
+    assert got["commit"] == "abc123; def456" and got["startup_s"] == pytest.approx((0.5 + 2 * 0.25) / 3)
     assert [(p["algorithm"], p["coefficients"]["run_s"]) for p in got["pairs"]] == [("rfedavg", COEF["run_s"]),
                                                                                    ("rfedags", 0.5)]
     assert got["datasets"] == new["datasets"]
