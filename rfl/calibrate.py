@@ -240,9 +240,10 @@ def data_file(plan, spec: dict, data_dir: Path | None, tmp: Path) -> Path | None
 
 
 def calibrate(config: dict, plan, data_dir=None, experiments=None, log=print,
-              configfile: str = "-") -> dict:
+              configfile: str = "-", jobs: int = 1) -> dict:
     """The cost model of the runs of ``config`` (only ``experiments`` when given), measured
-    here: one ``probe`` process per dataset, then ``fit`` per pair."""
+    here: one ``probe`` process per dataset, ``jobs`` at a time (the cores the workflow will
+    run on: CPU seconds grow when the cores' shared caches are busy), then ``fit`` per pair."""
     import statistics
 
     specs = [s for e, ss in cost_model.experiment_specs(config).items()
@@ -254,9 +255,10 @@ def calibrate(config: dict, plan, data_dir=None, experiments=None, log=print,
         pair_specs.setdefault(cost_model.pair_key(s), []).append(s)
     model = {"format": cost_model.FORMAT, "version": cost_model.VERSION, "commit": _commit(),
              "machine": _machine(), "measured": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-             "config": configfile, "startup_s": 0.0, "datasets": [], "pairs": [], "skipped": []}
+             "config": configfile, "jobs": int(jobs), "startup_s": 0.0, "datasets": [], "pairs": [], "skipped": []}
     startups, cpu_total = [], 0.0
     with tempfile.TemporaryDirectory(prefix="rfl-calibrate-data-") as tmp:
+        requests = {}
         for name, pairs in by_dataset.items():
             first = next(iter(pairs.values()))
             npz = data_file(plan, first, Path(data_dir) if data_dir else None, Path(tmp))
@@ -264,10 +266,19 @@ def calibrate(config: dict, plan, data_dir=None, experiments=None, log=print,
                 log(f"rfl calibrate: {name}: a raw data file is absent; its pairs are not measured")
                 model["skipped"].append(name)
                 continue
-            request = {"data_npz": str(npz), "specs": list(pairs.values()),
-                       "shapes": [shapes_of(pair_specs[key]) for key in pairs]}
-            r = subprocess.run([sys.executable, "-m", "rfl.calibrate"], input=json.dumps(request),
-                               capture_output=True, text=True, check=False, env=_job_env())
+            requests[name] = {"data_npz": str(npz), "specs": list(pairs.values()),
+                              "shapes": [shapes_of(pair_specs[key]) for key in pairs]}
+
+        def probe_process(name):
+            return subprocess.run([sys.executable, "-m", "rfl.calibrate"], input=json.dumps(requests[name]),
+                                  capture_output=True, text=True, check=False, env=_job_env())
+        # ``jobs`` probes at once: the contention of a run with as many cores (snakemake --cores)
+        from concurrent.futures import ThreadPoolExecutor
+        with ThreadPoolExecutor(max_workers=max(1, int(jobs))) as pool:
+            done = dict(zip(requests, pool.map(probe_process, requests)))
+        for name, r in done.items():
+            pairs = by_dataset[name]
+            first = next(iter(pairs.values()))
             if r.returncode != 0:
                 raise RuntimeError(f"calibration of dataset {name!r} failed: {r.stderr.strip()[-2000:]}")
             result = json.loads(r.stdout.strip().splitlines()[-1])
@@ -310,7 +321,7 @@ def merged(old: dict, new: dict) -> dict:
     out = dict(new)
     out["datasets"] = [d for d in old["datasets"] if dkey(d) not in {dkey(x) for x in new["datasets"]}] + new["datasets"]
     out["pairs"] = [p for p in old["pairs"] if pkey(p) not in {pkey(x) for x in new["pairs"]}] + new["pairs"]
-    for k in ("config", "measured", "commit", "machine"):
+    for k in ("config", "measured", "commit", "machine", "jobs"):
         if old.get(k, "-") != new.get(k, "-"):
             out[k] = f"{old.get(k, '-')}; {new.get(k, '-')}"
     n_old, n_new = len(old["datasets"]), len(new["datasets"])

@@ -26,7 +26,7 @@
                                                 (the HTML report's pages, one per figure)
     rfl performance SPEC OUT.csv BENCH.tsv...   CPU seconds per rule kind and experiment (csv, md)
                                                 from the jobs' benchmark records and logs
-    rfl calibrate CONFIG [--data-dir DIR] [--out MODEL.json] [--experiments E...] [--add]
+    rfl calibrate CONFIG [--data-dir DIR] [--out MODEL.json] [--experiments E...] [--jobs N] [--add]
                                                 measure the cost model of the run jobs here
                                                 (rfl/cost_model.py; default rfl/cost_model.json)
     rfl cost-check PERF.csv [--config CONFIG] [--model MODEL.json]
@@ -345,6 +345,9 @@ def build_parser(from_results: bool = False) -> argparse.ArgumentParser:
                    help="the model written (default rfl/cost_model.json, the dry run's)")
     p.add_argument("--experiments", nargs="+", default=None, metavar="E",
                    help="only the datasets and algorithms of these experiments")
+    p.add_argument("--jobs", type=int, default=1, metavar="N",
+                   help="probe N datasets at once: the cores the workflow runs on (snakemake --cores N), "
+                        "whose shared caches slow each job (default 1)")
     p.add_argument("--add", action="store_true",
                    help="add the measurements to the model file (replacing what both measure) "
                         "instead of writing a new one: e.g. config/paper.yaml's sizes beside the default's")
@@ -643,7 +646,7 @@ def _cost_command(args) -> int:
                                 f"allowed: its experiments")
             model = calibrate.calibrate(config, plan, args.data_dir, args.experiments,
                                         log=lambda line: print(line, file=sys.stderr),
-                                        configfile=str(args.config))
+                                        configfile=str(args.config), jobs=args.jobs)
             out = args.out or cost_model.MODEL_PATH
             if args.add and Path(out).is_file():
                 model = calibrate.merged(cost_model.read(out), model)
