@@ -26,6 +26,12 @@
                                                 (the HTML report's pages, one per figure)
     rfl performance SPEC OUT.csv BENCH.tsv...   CPU seconds per rule kind and experiment (csv, md)
                                                 from the jobs' benchmark records and logs
+    rfl calibrate CONFIG [--data-dir DIR] [--out MODEL.json] [--experiments E...] [--jobs N] [--add]
+                                                measure the cost model of the run jobs here
+                                                (rfl/cost_model.py; default rfl/cost_model.json)
+    rfl cost-check PERF.csv [--config CONFIG] [--model MODEL.json]
+                                                the model's estimate of every run job beside its
+                                                measured CPU seconds, and the share within 25 %
     rfl perf-table PERF.csv [--readme README.md]
                                                 the README's performance table, printed or
                                                 written between its markers
@@ -332,6 +338,30 @@ def build_parser(from_results: bool = False) -> argparse.ArgumentParser:
     p.add_argument("out_csv", help="the table written (.csv, with .md beside)")
     p.add_argument("benchmarks", nargs="*", type=_existing,
                    help="the jobs' benchmark records (default: every one under the spec's directory)")
+    p = command("calibrate", "measure the cost model of the run jobs on this machine (short "
+                "runs of every dataset and algorithm of a config, in CPU time) and write it")
+    p.add_argument("config", type=_existing,
+                   help="the workflow config whose datasets and algorithms to measure, e.g. config/config.yaml")
+    p.add_argument("--data-dir", default=None, metavar="DIR",
+                   help="read the data instances from DIR/<dataset>/<instance>.npz where they exist "
+                        "(a run's OUT/results/data); others are generated from the cached raw files")
+    p.add_argument("--out", default=None, metavar="MODEL.json",
+                   help="the model written (default rfl/cost_model.json, the dry run's)")
+    p.add_argument("--experiments", nargs="+", default=None, metavar="E",
+                   help="only the datasets and algorithms of these experiments")
+    p.add_argument("--jobs", type=int, default=1, metavar="N",
+                   help="probe N datasets at once: the cores the workflow runs on (snakemake --cores N), "
+                        "whose shared caches slow each job (default 1)")
+    p.add_argument("--add", action="store_true",
+                   help="add the measurements to the model file (replacing what both measure) "
+                        "instead of writing a new one: e.g. config/paper.yaml's sizes beside the default's")
+    p = command("cost-check", "the cost model's estimate of every run job beside its measured "
+                "CPU seconds (a full run's performance.csv) and the share within 25 %%")
+    p.add_argument("perf_csv", type=_existing, help="paper_tables/performance.csv of a run")
+    p.add_argument("--config", type=_existing, default="config/config.yaml",
+                   help="the config that run used (default config/config.yaml)")
+    p.add_argument("--model", type=_existing, default=None, metavar="MODEL.json",
+                   help="the cost model (default $RFL_COST_MODEL, else rfl/cost_model.json)")
     p = command("perf-table", "the README's performance table")
     p.add_argument("perf_csv", type=_existing, help="paper_tables/performance.csv of a full run")
     p.add_argument("--asv", type=_existing, metavar="RESULT.json",
@@ -597,6 +627,51 @@ def _input_errors() -> tuple:
             BatchError)
 
 
+def _cost_command(args) -> int:
+    """rfl calibrate and rfl cost-check (rfl/cost_model.py, rfl/calibrate.py)."""
+    from rfl import config as rflconfig
+    from rfl import cost_model, io
+    from rfl.reporting.performance import PerfInputError
+    from rfl.workflow import Plan
+
+    try:
+        if args.command == "cost-check":          # the measurements first: a bad table stops early
+            measured = cost_model.measured_jobs(args.perf_csv)
+        try:
+            config = rflconfig.load(args.config)
+        except UnicodeDecodeError:
+            raise SpecError(f"{args.config}: not valid YAML (not UTF-8 text)") from None
+        except rflconfig.ConfigError as exc:       # one line, naming the file
+            raise SpecError(f"{args.config}: {' '.join(str(exc).split())}") from None
+        plan = Plan(config, {})
+        if args.command == "calibrate":
+            from rfl import calibrate
+            unknown = sorted(set(args.experiments or ()) - set(config["experiments"]))
+            if unknown:
+                raise SpecError(f"calibrate: --experiments {', '.join(unknown)} not in {args.config}; "
+                                f"allowed: its experiments")
+            model = calibrate.calibrate(config, plan, args.data_dir, args.experiments,
+                                        log=lambda line: print(line, file=sys.stderr),
+                                        configfile=str(args.config), jobs=args.jobs)
+            out = args.out or cost_model.MODEL_PATH
+            if args.add and Path(out).is_file():
+                model = calibrate.merged(cost_model.read(out), model)
+            calibrate.write(model, out)
+            print(f"rfl calibrate: {len(model['pairs'])} pairs of {len(model['datasets'])} datasets, "
+                  f"{model['calibration_cpu_s']:.1f} CPU-s of runs, written to {out}")
+            return 0
+        model_path = args.model or cost_model.default_path()
+        model = cost_model.read(model_path)
+        estimates = {e: cost_model.job_estimate(specs, model)
+                     for e, specs in cost_model.experiment_specs(plan.config).items()}
+        rows = cost_model.check_rows(estimates, measured)
+        print(cost_model.check_table(rows, f"cost model {model_path} (commit {model['commit'][:10]}, "
+                                           f"{model['machine']}) against {args.perf_csv}"), end="")
+        return 0
+    except (cost_model.CostModelError, PerfInputError) as exc:
+        raise SpecError(str(exc)) from None
+
+
 def _data_errors() -> tuple:
     """(ChecksumMismatchError, DataUnavailableError) of rfl.data.school."""
     from rfl.data.school import ChecksumMismatchError, DataUnavailableError
@@ -635,6 +710,7 @@ def _main(argv: list[str]) -> int:
             if args.command in ("runs", "bench-runs"):   # every spec checked before any run starts
                 specs = [read_spec(path, "run") for path in args.specs]
             spec = None if args.command in ("validate", "list", "runs", "batch", "perf-table", "results", "merge",
+                                            "calibrate", "cost-check",
                                             "bench-table", "bench", "bench-runs",
                                             "compare") or (
                 args.command == "flower" and args.config) else read_spec(
@@ -855,6 +931,8 @@ def _main(argv: list[str]) -> int:
                             return 1
                 except (ValueError, performance.PerfInputError) as exc:
                     raise SpecError(f"{args.leaderboard_md}: {exc}" if isinstance(exc, ValueError) else str(exc)) from None
+            elif args.command in ("calibrate", "cost-check"):
+                return _cost_command(args)
             elif args.command == "perf-table":
                 from rfl.reporting import performance
                 try:

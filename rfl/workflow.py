@@ -20,11 +20,13 @@ Output layout, under ``config["output_dir"]`` (OUT):
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import re
 
 from rfl import config as rflconfig
+from rfl import cost_model
 from rfl.data.school import ILEA_FILENAME
 from rfl.data.sources import SOURCES
 from rfl.registry import PROBLEMS
@@ -33,11 +35,8 @@ from rfl.registry import PROBLEMS
 # data generation, figures, tables) need well under 1 GB and a few minutes for every
 # dataset of the paper; runs and reference optima scale with their data (Plan.*_runtime).
 LIGHT = {"mem_mb": 1000, "runtime": 10}
-# The CPU-time estimate of a run job (Plan.run_cpu_seconds, printed by a dry run): Python's
-# start-up, the data and the reference read once per job, and CPU seconds per sample gradient,
-# fitted to measured jobs (README, Running parts).
-JOB_CPU_S = 1.0
-SAMPLE_CPU_S = 1e-6
+# The CPU-time estimate of a run job (Plan.run_cpu_seconds, printed by a dry run) is the cost
+# model's (rfl/cost_model.py: measured by `rfl calibrate`, stored in rfl/cost_model.json).
 TABLE_EXTENSIONS = ("csv", "md", "tex")
 FIGURE_EXTENSIONS = ("pdf", "png")
 # Every job: BLAS threads pinned to the rule's threads (no oversubscription under --cores N),
@@ -573,7 +572,7 @@ class Plan:
         agents = len(problem_class(dataset["problem"]).local_sizes_from(dataset["params"]))
         return sum(spec["rounds"] * (spec["algorithm"].get("K") or 1)
                    * (spec["algorithm"].get("batch_size") or exp.get("batch_size", 1))
-                   * _participants(spec["algorithm"].get("participation"), agents)
+                   * cost_model.participants(spec["algorithm"].get("participation"), agents)
                    for (e, _), spec in self.runs.items() if e == experiment)
 
     def run_resources(self, experiment: str) -> dict:
@@ -589,10 +588,20 @@ class Plan:
 
         return {"mem_mb": mem_mb, "runtime": 10 + math.ceil(samples * 100e-6 / 60)}
 
+    @functools.cached_property
+    def cost_model(self) -> dict | None:
+        """The cost model the estimates read (``rfl.cost_model.load``: $RFL_COST_MODEL, else
+        rfl/cost_model.json; None without one). CostModelError for a bad file."""
+        return cost_model.load()
+
+    def run_specs(self, experiment: str) -> list[dict]:
+        """The run specs of ``experiment`` (those of its run job), in config order."""
+        return [spec for (e, _), spec in self.runs.items() if e == experiment]
+
     def run_cpu_seconds(self, experiment: str) -> float:
-        """Expected CPU seconds of the run job of ``experiment``: JOB_CPU_S + its sample
-        gradients (``run_samples``) at SAMPLE_CPU_S each (fitted to measured jobs: README)."""
-        return JOB_CPU_S + self.run_samples(experiment) * SAMPLE_CPU_S
+        """Expected CPU seconds of the run job of ``experiment``: the cost model's
+        (``rfl.cost_model.job_cpu_seconds``, the one estimate of a job)."""
+        return cost_model.job_cpu_seconds(self.run_specs(experiment), self.cost_model)
 
     # ---- a cluster's run jobs: batches of experiments (rfl/batches.py) -------------------------
     def run_experiments(self) -> list[str]:
@@ -669,14 +678,20 @@ class Plan:
         return "\n".join(lines)
 
     def cpu_estimate(self) -> str:
-        """The estimated CPU-hours of every run job and their total, one line each."""
-        hours = {e: self.run_cpu_seconds(e) / 3600 for e in self.experiments
-                 if any(k[0] == e for k in self.runs)}
-        width = max(map(len, hours), default=0)
-        lines = [f"rfl: estimated CPU-hours of the run jobs ({JOB_CPU_S:g} s + {SAMPLE_CPU_S * 1e6:g} us "
-                 f"per sample gradient; README, Running parts):"]
-        lines += [f"  {e:<{width}}  {h:10.3f}" for e, h in hours.items()]
-        lines.append(f"  {'total':<{width}}  {sum(hours.values()):10.3f}")
+        """The estimated CPU-hours of every run job and their total, one line each, and what
+        the estimate rests on (the model's commit and machine, or the rule of thumb)."""
+        estimates = {e: cost_model.job_estimate(self.run_specs(e), self.cost_model)
+                     for e in self.experiments if any(k[0] == e for k in self.runs)}
+        width = max(map(len, estimates), default=0)
+        m = self.cost_model
+        basis = (f"cost model {cost_model.default_path()}, measured at commit {m['commit'][:10]} on "
+                 f"{m['machine']}" if m else f"no cost model: {cost_model.FALLBACK_JOB_S:g} s + "
+                 f"{cost_model.FALLBACK_SAMPLE_S * 1e6:g} us per sample gradient")
+        lines = [f"rfl: estimated CPU-hours of the run jobs ({basis}; README, Cost model):"]
+        lines += [f"  {e:<{width}}  {est['cpu_s'] / 3600:10.3f}"
+                  + ("" if est["basis"] == "measured" else f"  ({est['basis']})")
+                  for e, est in estimates.items()]
+        lines.append(f"  {'total':<{width}}  {sum(x['cpu_s'] for x in estimates.values()) / 3600:10.3f}")
         return "\n".join(lines)
 
 
@@ -685,20 +700,6 @@ class _Inputs:
 
     def __init__(self, data, references):
         self.data, self.references = data, references
-
-
-def _participants(participation, agents: int) -> float:
-    """The agents expected to take part in a round (``participation`` as a run spec holds it:
-    None, s, or a scheme with rho or probabilities)."""
-    if participation is None:
-        return agents
-    if isinstance(participation, int):
-        return participation
-    if participation.get("probabilities") is not None:
-        return float(sum(participation["probabilities"]))
-    if "rho" in participation:
-        return participation["rho"] * agents
-    return participation.get("s", agents)
 
 
 def _size_mb(path: str) -> float:

@@ -43,7 +43,11 @@ OUT = PLAN.out
 # A dry run (-n) prints the estimated CPU-hours of the run jobs once (rfl/workflow.py); the
 # workflow does not know it is a dry run while it parses, so the command line says.
 if is_dry_run(sys.argv):
-    print(PLAN.cpu_estimate(), file=sys.stderr)
+    try:
+        print(PLAN.cpu_estimate(), file=sys.stderr)
+    except ValueError as _error:         # rfl.cost_model.CostModelError: a bad model file
+        print(f"rfl: error: {_error}", file=sys.stderr)
+        raise SystemExit(2)
     if CLUSTER:
         print(PLAN.batch_lines(), file=sys.stderr)
 # The software of every job (with --software-deployment-method conda).

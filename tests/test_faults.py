@@ -754,6 +754,8 @@ COMMANDS = {      # positional arguments of each subcommand, with valid-looking 
     "flower": ["{d}/empty.json", "{d}/data.npz", "{d}/ref.npz", "{d}/o.csv", "{d}/o.meta.json"],
     "performance": ["{d}/empty.json", "{d}/p.csv", "{d}/good.csv"],
     "perf-table": ["{d}/good.csv"],
+    "calibrate": ["{SMOKE}", "--experiments", "no_such_experiment"],
+    "cost-check": ["{d}/good.csv"],
     "bench-table": ["{d}/empty.json"],
     "leaderboard": ["{d}/empty.json", "{d}/lb.csv", "{d}/good.csv"],
     "results": ["{d}/o.parquet", "{d}/good.csv"],

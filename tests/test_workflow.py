@@ -333,15 +333,20 @@ def test_dry_runs_are_told_by_the_command_line():
 
 
 def test_cpu_estimate_counts_the_expected_participants(plan):
-    from rfl.workflow import JOB_CPU_S, SAMPLE_CPU_S, _participants
+    from rfl import cost_model
+    from rfl.cost_model import participants
     # cpesph_fixed of the smoke config: 4480 sample gradients (as above)
     assert plan.run_samples("cpesph_fixed") == 4480
-    assert plan.run_cpu_seconds("cpesph_fixed") == pytest.approx(JOB_CPU_S + 4480 * SAMPLE_CPU_S)
-    assert _participants(None, 10) == 10 and _participants(3, 10) == 3
-    assert _participants({"scheme": "bernoulli", "rho": 0.3, "probabilities": None}, 10) == pytest.approx(3)
-    assert _participants({"scheme": "bernoulli_estimated", "rho": 0.5,
-                          "probabilities": [0.1, 0.2, 0.7]}, 3) == pytest.approx(1.0)
+    assert participants(None, 10) == 10 and participants(3, 10) == 3
+    assert participants({"scheme": "bernoulli", "rho": 0.3, "probabilities": None}, 10) == pytest.approx(3)
+    assert participants({"scheme": "bernoulli_estimated", "rho": 0.5,
+                         "probabilities": [0.1, 0.2, 0.7]}, 3) == pytest.approx(1.0)
+    # the job's estimate is the cost model's, of exactly the job's runs
+    specs = [s for (e, _), s in plan.runs.items() if e == "cpesph_fixed"]
+    assert plan.run_specs("cpesph_fixed") == specs
+    assert plan.run_cpu_seconds("cpesph_fixed") == cost_model.job_cpu_seconds(specs, plan.cost_model)
     text = plan.cpu_estimate().splitlines()
     assert text[0].startswith("rfl: estimated CPU-hours") and text[-1].split()[0] == "total"
-    hours = [float(line.split()[-1]) for line in text[1:-1]]
+    hours = [float(line.split()[1]) for line in text[1:-1]]
     assert float(text[-1].split()[-1]) == pytest.approx(sum(hours), abs=1e-3 * len(hours))
+    assert [line.split()[0] for line in text[1:-1]] == list(dict.fromkeys(e for e, _ in plan.runs))
