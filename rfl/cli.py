@@ -630,7 +630,7 @@ def _input_errors() -> tuple:
 def _cost_command(args) -> int:
     """rfl calibrate and rfl cost-check (rfl/cost_model.py, rfl/calibrate.py)."""
     from rfl import config as rflconfig
-    from rfl import cost_model, io
+    from rfl import cost_model
     from rfl.reporting.performance import PerfInputError
     from rfl.workflow import Plan
 
