@@ -39,6 +39,18 @@ def test_cpesph_reweighted_is_the_weighted_sum_of_the_local_costs():
     np.testing.assert_allclose(gen.egrad(x), pw.egrad(x), rtol=1e-12)
 
 
+def test_cpesph_reweighted_without_the_local_covariances():
+    """With 2 N < n CPESph keeps no C_j (MNIST's size): C~ from the samples themselves."""
+    problem = _problem(S=3, N=2, n=6)
+    assert problem._local_cov is None
+    w = np.array([0.5, 0.2, 0.3])
+    by_hand = sum(w[j] * problem.Z[j].T @ problem.Z[j] / 2 for j in range(3))
+    np.testing.assert_allclose(problem.reweighted(w).C, by_hand, rtol=1e-13, atol=1e-15)
+    x = problem.initial_point(np.random.default_rng(3))
+    gen = Reweighted(problem, w)
+    assert gen.cost(x) == pytest.approx(problem.reweighted(w).cost(x), rel=1e-13)
+
+
 def test_closed_form_reweighted_optimum_matches_a_solver_on_the_generic_objective():
     problem = _problem(1)
     w = pi_tilde([0.9, 0.1, 0.5, 0.3])

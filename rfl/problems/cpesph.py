@@ -120,7 +120,13 @@ class CPESph(SampleArrayProblem):
         from .base import check_agent_weights
 
         out = copy.copy(self)
-        out.C = np.einsum("s,snm->nm", check_agent_weights(weights, self.n_agents), self._local_cov)
+        w = check_agent_weights(weights, self.n_agents)
+        if self._local_cov is not None:
+            out.C = np.einsum("s,snm->nm", w, self._local_cov)
+        else:                                       # no C_j kept (2 N < n): sum_j w_j Z_j^T Z_j / N
+            S, N, n = self.Z.shape
+            C = (self.Z * w[:, None, None]).reshape(S * N, n).T @ self.Z.reshape(S * N, n)
+            out.C = (C + C.T) * (0.5 / N)
         return out
 
     def closed_form_optimum(self):
