@@ -167,7 +167,8 @@ def test_fixed_step_converges_linearly_to_a_neighbourhood():
 def test_declarations_are_complete_and_in_the_figure_order():
     from rfl.manifolds.base import Manifold
     order = ["rfedags", "rfedavg", "rfedsvrg", "rfedproj", "fedavg", "scafflsa", "rsd", "rcg", "rlbfgs",
-             "scaffold", "fedrr", "rfedags_rr", "zorfedproj", "rfedprox", "drsgd", "drgta"]
+             "scaffold", "fedrr", "rfedags_rr", "zorfedproj", "rfedprox", "drsgd", "drgta", "noncooperative",
+             "diffusion", "fusion_centre", "dprgd", "idprgd"]
     builtin = {n: c for n, c in ALGORITHMS.items() if c.__module__.startswith("rfl.algorithms.")}
     assert sorted(builtin, key=lambda n: builtin[n].plot_order) == order
     for name, cls in builtin.items():

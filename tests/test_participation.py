@@ -228,8 +228,8 @@ def _cases():
     from rfl.testing.strategy import CONTRACT_PROBLEMS
     out = []
     for name, cls in ALGORITHMS.items():
-        if not cls.federated:
-            continue
+        if not cls.federated or getattr(cls, "decentralised", False):
+            continue                    # decentralised: every agent in every round, no scheme
         for cp in CONTRACT_PROBLEMS:
             if not cls.missing(cp.build()):
                 out.append(pytest.param(name, cp, id=f"{name}-{cp.name}"))

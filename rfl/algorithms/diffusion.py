@@ -29,7 +29,7 @@ class Diffusion(DecentralisedStrategy):
     requires = frozenset({"frechet_consensus"})
     consensus = "frechet_consensus"
     style = {"color": "#FA7F6F", "ls": "-"}
-    plot_order = 22
+    plot_order = 23
 
     def update(self, t, sampler, agents):
         m = self.manifold
@@ -48,7 +48,7 @@ class NonCooperative(DecentralisedStrategy):
     requires = frozenset({"frechet_consensus"})
     consensus = "frechet_consensus"
     style = {"color": "#82B0D2", "ls": "-"}
-    plot_order = 21
+    plot_order = 22
 
     def update(self, t, sampler, agents):
         m = self.manifold
@@ -70,7 +70,7 @@ class FusionCentre(DecentralisedStrategy):
     requires = frozenset({"frechet_consensus"})
     consensus = "frechet_consensus"
     style = {"color": "#2F7FC1", "ls": "-"}
-    plot_order = 23
+    plot_order = 24
 
     def update(self, t, sampler, agents):
         m = self.manifold

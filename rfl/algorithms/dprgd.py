@@ -77,7 +77,7 @@ class DPRGD(_OnlineRiemannian):
     name = "dprgd"
     label = "DPRGD"
     style = {"color": "tab:brown", "ls": "--"}
-    plot_order = 24
+    plot_order = 25
 
     def consensus_points(self):
         m = self.manifold
@@ -107,7 +107,7 @@ class IDPRGD(_OnlineRiemannian):
     name = "idprgd"
     label = "iDPRGD"
     style = {"color": "tab:brown", "ls": "-"}
-    plot_order = 25
+    plot_order = 26
 
     def consensus_points(self):
         self._log_maps += int((self.Wt * (1 - np.eye(self.Wt.shape[0])) != 0).sum())

@@ -41,7 +41,14 @@ import scipy.integrate
 from rfl.manifolds import SPD, Lorentz
 from rfl.manifolds.frechet import karcher_mean
 
-from .base import COUNT, POSITIVE, Problem, object_schema
+from .base import COUNT, Problem, object_schema
+
+#: a spread (a tangent vector's scale): positive, and at most 10, past which the points'
+#: coordinates (cosh on H^2, expm on SPD) leave float64's range at a few standard deviations
+SPREAD = {"type": "number", "exclusiveMinimum": 0, "maximum": 10}
+#: the Riemannian normal's sigma on H^2: a spread at least 1e-3, ten steps of the inverse-CDF
+#: sampler's radius grid (``_R_MAX / (_R_GRID - 1)`` = 1e-4), below which its density underflows
+SIGMA = {"type": "number", "minimum": 1.0e-3, "maximum": 10}
 
 #: radius grid of the inverse-CDF sampler of H^d's Riemannian normal (the notebook's [0, 20])
 _R_MAX = 20.0
@@ -89,6 +96,16 @@ class _DynamicFrechet(Problem):
                                                     "published H^2 loop: T, i.e. never)"},
                       **extra},
             description=description)
+
+    @classmethod
+    def check_params(cls, params):
+        """A switch period and a drift start within the horizon T."""
+        out = []
+        for key in ("T0", "drift_from"):
+            if key in params and params[key] is not None and params[key] > params["T"]:
+                out.append((key, f"{params[key]} is beyond the horizon T = {params['T']}; "
+                                 f"allowed: at most T"))
+        return out
 
     @staticmethod
     def local_sizes_from(params):
@@ -236,7 +253,7 @@ class DynamicFrechetH2(_DynamicFrechet):
     manifold_class = Lorentz
     DEFAULTS = {"agent": 1.0, "sample": 0.25}
     params_schema = _DynamicFrechet._schema(
-        {"sigma_agent": POSITIVE, "sigma_sample": POSITIVE},
+        {"sigma_agent": SIGMA, "sigma_sample": SIGMA},
         "S agents, K points each per step on H^2 for T steps; data switch every T0 steps")
     test_params = {"S": 3, "K": 4, "T": 6, "T0": 2, "drift_from": 4}
 
@@ -300,7 +317,7 @@ class DynamicFrechetSPD(_DynamicFrechet):
     manifold_class = SPD
     DEFAULTS = {"agent": 0.1, "sample": 0.1}
     params_schema = _DynamicFrechet._schema(
-        {"radius_agent": POSITIVE, "radius_sample": POSITIVE},
+        {"radius_agent": SPREAD, "radius_sample": SPREAD},
         "S agents, K points each per step on SPD(3) for T steps; data switch every T0 steps")
     test_params = {"S": 3, "K": 4, "T": 6, "T0": 2, "drift_from": 3}
 
