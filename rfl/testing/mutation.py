@@ -13,7 +13,8 @@ Not part of CI: a package takes 10-60 minutes of CPU on 2 cores, reporting sever
 (its tests draw figures and build reports); ``--sample N`` tests a uniform random sample of N
 mutants instead (``--seed`` draws the same sample again), an estimate recorded with its
 standard error. ``--rerun REPORT`` runs again only the survivors that the ``--survivors``
-report of the recorded run lists (after tests were added to kill them) and updates that record. The score is killed / (killed + survived + timeouts + suspicious); mutants
+report of the recorded run lists (after tests were added to kill them) and updates that record. The score is killed / (killed + survived + timeouts + suspicious + crashed, mutmut's "segfault": the test
+process ended by a signal, which on a loaded machine is mostly mutmut's own timeout); mutants
 that no selected test reaches ("no tests") count as survivors, since a bug there would go
 unseen too.
 """
@@ -257,7 +258,7 @@ def run(package: str, children: int, report: str | None = None, sample: int | No
         Path(report).write_text(survivors)
         print(f"survivors and their diffs: {report}")
     killed = int(stats.get("killed", 0))
-    missed = sum(int(stats.get(k, 0)) for k in ("survived", "no_tests", "timeout", "suspicious"))
+    missed = sum(int(stats.get(k, 0)) for k in ("survived", "no_tests", "timeout", "suspicious", "segfault"))
     out = {"package": package, "killed": killed, "missed": missed,
            "score": round(killed / (killed + missed), 4) if killed + missed else None,
            "stats": stats, "tests": tests, "commit": commit,
