@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 from rfl import cost_model
+from rfl.registry import ALGORITHMS
 
 MAX_ROUNDS = 5000
 #: the probe of a design run's rounds stops at this extra CPU over 2 rounds, or at PROBE_ROUNDS
@@ -88,8 +89,8 @@ def _design_spec(spec: dict, T: int, kf: int, bf: int, rdiv: int) -> dict | None
     s["rounds"] = int(T)
     a = s["algorithm"]
     if kf != 1:
-        if not a.get("K"):
-            return None
+        if not a.get("K") or getattr(ALGORITHMS.get(a.get("name")), "decentralised", False):
+            return None                     # no K, or one gradient step per round (decentralised)
         a["K"] = a["K"] * kf
     if bf != 1:                 # x bf, or / bf where x bf exceeds the smallest agent's data
         if not a.get("batch_size"):
