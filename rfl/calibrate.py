@@ -28,6 +28,9 @@ from rfl import cost_model
 from rfl.registry import ALGORITHMS
 
 MAX_ROUNDS = 5000
+#: the probe process's command: a run job's imports (the CLI first, as ``rfl runs`` does), then
+#: this module as __main__ (its ``probe``); the CLI is not imported here, which it imports
+_PROBE = "import rfl.cli, runpy; runpy.run_module('rfl.calibrate', run_name='__main__')"
 #: the probe of a design run's rounds stops at this extra CPU over 2 rounds, or at PROBE_ROUNDS
 PROBE_S = 0.01
 PROBE_ROUNDS = 2048
@@ -114,7 +117,7 @@ def probe(request: dict) -> dict:
     startup = time.process_time()           # interpreter + this module's imports
     import numpy as np  # noqa: F401 - a run job's imports, measured as start-up
 
-    from rfl import cli, io, runner  # noqa: F401
+    from rfl import io, runner  # noqa: F401   (rfl.cli: imported by the process's command, ``_PROBE``)
     from rfl.random import stream
     startup = time.process_time()
     specs = request["specs"]
@@ -271,7 +274,7 @@ def calibrate(config: dict, plan, data_dir=None, experiments=None, log=print,
                               "shapes": [shapes_of(pair_specs[key]) for key in pairs]}
 
         def probe_process(name):
-            return subprocess.run([sys.executable, "-m", "rfl.calibrate"], input=json.dumps(requests[name]),
+            return subprocess.run([sys.executable, "-c", _PROBE], input=json.dumps(requests[name]),
                                   capture_output=True, text=True, check=False, env=_job_env())
         # ``jobs`` probes at once: the contention of a run with as many cores (snakemake --cores)
         from concurrent.futures import ThreadPoolExecutor

@@ -23,7 +23,7 @@ from rfl.reporting.performance import read_benchmark
 from rfl.workflow import Plan
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_faults import WORKFLOW  # noqa: E402  (what a copy of the workflow needs)
+from _workflow import WORKFLOW  # noqa: E402  (what a copy of the workflow needs)
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = shutil.which("snakemake")

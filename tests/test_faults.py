@@ -661,7 +661,7 @@ def test_snakefile_shell_commands_interpolate_only_inputs_outputs_threads_and_lo
     consts = {**_constants(text), "pinned": pinned}
     shells = [(rule, src) for rule, directive, src in _directive_blocks(text) if directive == "shell"]
     assert len(shells) >= 8, shells
-    allowed = re.compile(r"(input|output)(\.\w+|\[\d+\])?|threads|log")
+    allowed = re.compile(r"(input|output|log)(\.\w+|\[\d+\])?|threads")
     bad = []
     for rule, src in shells:
         cmd = eval(compile(ast.Expression(ast.parse(src, mode="eval").body), rule, "eval"),
@@ -756,6 +756,7 @@ COMMANDS = {      # positional arguments of each subcommand, with valid-looking 
     "perf-table": ["{d}/good.csv"],
     "calibrate": ["{SMOKE}", "--experiments", "no_such_experiment"],
     "cost-check": ["{d}/good.csv"],
+    "batch": ["{d}/empty.json"],
     "bench-table": ["{d}/empty.json"],
     "leaderboard": ["{d}/empty.json", "{d}/lb.csv", "{d}/good.csv"],
     "results": ["{d}/o.parquet", "{d}/good.csv"],

@@ -72,6 +72,8 @@ class _DynamicFrechet(Problem):
     *point) the Karcher mean of step t's S K points; f_star: (T,) its mean squared distance;
     init: (S, *point) the notebook's initial iterates."""
 
+    closed_form = True               # x*: the Karcher mean's fixed-point iteration, no solver
+
     agent_metric_names = ("regret",)
     agent_metric_labels = {"regret": "regret at step t", "dynamic_regret": "dynamic regret"}
     #: the regret of step t is measured at the iterates the data of step t meet (the notebook's)

@@ -40,6 +40,8 @@ def _t(a):
 class StreamingPCA(SampleArrayProblem):
     """Z: (S, T, n) the agents' samples in arrival order; U_true: (n, p)."""
 
+    closed_form = True               # x* in closed form (closed_form_optimum): no solver
+
     name = "streaming_pca"
     manifold_class = Grassmann
     params_schema = object_schema(
