@@ -108,3 +108,29 @@ def test_initial_stacks_are_the_notebooks():
         assert M.norm(p.init[i:i + 1], g)[0] < 1e-10
     b = DynamicFrechetSPD.generate(np.random.default_rng(3), S=2, K=5, T=2, T0=1)
     np.testing.assert_array_equal(b["init"], b["Z"][:, 0])
+
+
+@pytest.mark.parametrize("cls,params", [
+    (DynamicFrechetH2, {"S": 3, "K": 4, "T": 12, "T0": 3, "drift_from": 7}),
+    (DynamicFrechetSPD, {"S": 2, "K": 3, "T": 9, "T0": 4, "drift_from": 5}),
+    (DynamicFrechetH2, {"S": 2, "K": 2, "T": 5, "T0": 1})])
+def test_static_cost_and_gradient_are_the_plain_means_over_every_step(cls, params):
+    """local_cost / local_egrad sum the distinct draws with weights (held data counted once per
+    step it is held): against the plain mean over all T K rows, one row at a time."""
+    p = cls.from_arrays(cls.generate(np.random.default_rng(3), **params), params)
+    M = p.manifold
+    S, N = p.Z.shape[:2]
+    held = params["T"] - (len(p._rows) // params["K"])
+    assert held == sum(1 for t in range(1, params["T"])
+                       if t < params.get("drift_from", params["T"]) and t % params["T0"])
+    x = M.exp(p.init, 0.3 * M.log(p.init, p.init[::-1]))
+    cost = np.zeros(S)
+    rgrad = np.zeros_like(x)
+    for i in range(S):
+        for n in range(N):
+            cost[i] += 0.5 * M.dist(x[i:i + 1], p.Z[i, n:n + 1])[0] ** 2 / N
+            rgrad[i] -= M.log(x[i:i + 1], p.Z[i, n:n + 1])[0] / N
+    agents = np.arange(S)
+    np.testing.assert_allclose(p.local_cost(x, agents), cost, rtol=1e-12)
+    got = M.euclidean_to_riemannian_gradient(x, p.local_egrad(x, agents))
+    np.testing.assert_allclose(got, rgrad, rtol=1e-10, atol=1e-12 * np.abs(rgrad).max())

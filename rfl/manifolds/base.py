@@ -190,6 +190,20 @@ class Manifold(abc.ABC):
         """Riemannian distance for each agent, ||Log_x(y)||_x: ``(S,)``."""
         return self.norm(x, self.log(x, y))
 
+    def log_many(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """Log_{x_i}(y_{i,u}) from each agent's point to each of its U points: ``x (S, *point)``,
+        ``y (S, U, *point) -> (S, U, *point)`` (``log`` on x repeated; a manifold may share the
+        work that depends on x_i alone)."""
+        S, U = y.shape[:2]
+        flat = y.reshape((S * U,) + y.shape[2:])
+        return self.log(np.repeat(x, U, axis=0), flat).reshape(y.shape)
+
+    def dist_many(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """d(x_i, y_{i,u}): ``x (S, *point)``, ``y (S, U, *point) -> (S, U)`` (as ``log_many``)."""
+        S, U = y.shape[:2]
+        flat = y.reshape((S * U,) + y.shape[2:])
+        return self.dist(np.repeat(x, U, axis=0), flat).reshape(S, U)
+
     # ---- what the manifold offers ----------------------------------------------
     #: the capabilities ``offers`` answers for; algorithms declare what they need in these words
     CAPABILITIES = ("flat", "log", "tangent_mean", "nearest_point", "ambient_consensus",

@@ -119,12 +119,13 @@ class Lorentz(Manifold):
         """d(x, y) = arccosh(-<x, y>_L), argument clipped at 1; near x = y (where arccosh
         loses half the digits) arcsinh of ||P_x y||_L = sinh d instead."""
         c = np.maximum(-minkowski(x, y), 1.0)
-        near = c < 1.5
-        if np.any(near):
-            w = y + _col(minkowski(x, y)) * x
-            s = np.arcsinh(np.sqrt(np.maximum(minkowski(w, w), 0.0)))
-            return np.where(near, s, np.arccosh(c))
-        return np.arccosh(c)
+        out = np.arccosh(c)
+        near = np.flatnonzero(c < 1.5)
+        if near.size:
+            xn, yn = x[near], y[near]
+            w = yn + _col(minkowski(xn, yn)) * xn
+            out[near] = np.arcsinh(np.sqrt(np.maximum(minkowski(w, w), 0.0)))
+        return out
 
     # ---- transport ----------------------------------------------------------------------------
     def transport_parallel(self, x, y, u):

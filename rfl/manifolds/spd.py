@@ -110,6 +110,23 @@ class SPD(Manifold):
         _, _, m = self._whiten(x, y)
         return np.sqrt(np.sum(np.log(np.linalg.eigvalsh(m)) ** 2, axis=-1))
 
+    def _whiten_many(self, x, y):
+        """X_i^{1/2} (S, 1, n, n) and M_iu = X_i^{-1/2} Y_iu X_i^{-1/2} (S, U, n, n): one
+        eigendecomposition per agent's point, not per pair."""
+        xh, xih = _symfun(x, np.sqrt, _isqrt)
+        xih = xih[:, None]
+        return xh[:, None], _sym(xih @ y @ xih)
+
+    def log_many(self, x, y):
+        """Log_{X_i}(Y_iu) = X_i^{1/2} logm(M_iu) X_i^{1/2}: ``(S, U, n, n)``."""
+        xh, m = self._whiten_many(x, y)
+        return _sym(xh @ _symfun(m, np.log) @ xh)
+
+    def dist_many(self, x, y):
+        """d(X_i, Y_iu) = sqrt(sum log(lambda(M_iu))^2): ``(S, U)``."""
+        _, m = self._whiten_many(x, y)
+        return np.sqrt(np.sum(np.log(np.linalg.eigvalsh(m)) ** 2, axis=-1))
+
     def transport_parallel(self, x, y, u):
         """Parallel transport along the geodesic from X to Y (Appendix E):
 

@@ -167,6 +167,19 @@ class _DynamicFrechet(Problem):
         self.regime = None if regime is None else np.asarray(regime)
         self.manifold = self._manifold(retraction, transport)
         self.local_sizes = np.full(S, N)
+        self._rows, self._row_weights = self._distinct_rows()
+
+    def _distinct_rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """The rows of the steps that draw new data and each row's weight (the number of steps
+        that keep that draw, over T): the generator copies step t - 1's points into step t
+        between switches, so mean_{t, k} h(z_{i,k}^t) = sum over distinct rows of weight x h,
+        exactly, for every agent. ``(U K,), (U K,)``."""
+        T, K = self.horizon, self.block
+        blocks = self.Z.reshape((self.Z.shape[0], T, K, -1))
+        new = [0] + [t for t in range(1, T) if not np.array_equal(blocks[:, t], blocks[:, t - 1])]
+        counts = np.diff(new + [T])
+        rows = (np.asarray(new)[:, None] * K + np.arange(K)).ravel()
+        return rows, np.repeat(counts / (T * K), K)
 
     # ---- the stream ----------------------------------------------------------------------
     def stream_batch(self, t: int) -> np.ndarray:
@@ -191,10 +204,8 @@ class _DynamicFrechet(Problem):
     # ---- the metric ----------------------------------------------------------------------
     def mean_sq_dist(self, x_stack: np.ndarray, points: np.ndarray) -> np.ndarray:
         """mean_z d^2(x_i, z) over ``points (m, *point)`` for each row of ``x_stack``: ``(S,)``."""
-        S, m = x_stack.shape[0], points.shape[0]
-        xr = np.repeat(x_stack, m, axis=0)
-        pr = np.tile(points, (S,) + (1,) * (points.ndim - 1))
-        return np.mean(self.manifold.dist(xr, pr).reshape(S, m) ** 2, axis=1)
+        pr = np.broadcast_to(points, (x_stack.shape[0],) + points.shape)
+        return np.mean(self.manifold.dist_many(x_stack, pr) ** 2, axis=1)
 
     def agent_metrics(self, x_stack: np.ndarray, t: int) -> dict[str, float]:
         """``{"regret"}`` of step t at the agents' iterates (module docstring)."""
@@ -206,23 +217,24 @@ class _DynamicFrechet(Problem):
         return self.Z[np.asarray(agents)[:, None], np.asarray(batch)]       # (s, B, *point)
 
     def _mean_log(self, x, z):
-        s, B = z.shape[:2]
-        logs = self.manifold.log(np.repeat(x, B, axis=0), z.reshape((s * B,) + z.shape[2:]))
-        return logs.reshape(z.shape).mean(axis=1)
+        return self.manifold.log_many(x, z).mean(axis=1)
 
     def minibatch_egrad(self, x, agents, batch):
         """Euclidean gradient whose Riemannian gradient is -mean_b Log_x z_b."""
         return self._egrad_of_rgrad(x, -self._mean_log(x, self._points(agents, batch)))
 
     def local_egrad(self, x, agents):
-        return self.minibatch_egrad(x, agents, np.broadcast_to(
-            np.arange(self.Z.shape[1]), (len(agents), self.Z.shape[1])))
+        """The gradient of the static f_i (all T K points), -mean Log_x z, summed over the
+        distinct draws with their weights (``_distinct_rows``)."""
+        z = self._points(agents, np.broadcast_to(self._rows, (len(agents), self._rows.size)))
+        w = self._row_weights.reshape((1, -1) + (1,) * (z.ndim - 2))
+        return self._egrad_of_rgrad(x, -np.sum(self.manifold.log_many(x, z) * w, axis=1))
 
     def local_cost(self, x, agents):
-        z = self.Z[np.asarray(agents)]
-        s, N = z.shape[:2]
-        d = self.manifold.dist(np.repeat(x, N, axis=0), z.reshape((s * N,) + z.shape[2:]))
-        return 0.5 * np.mean(d.reshape(s, N) ** 2, axis=1)
+        """The static f_i(x) = (1/2) mean over all T K points of d^2(x, z), summed over the
+        distinct draws with their weights (``_distinct_rows``): ``(s,)``."""
+        z = self.Z[np.asarray(agents)][:, self._rows]
+        return 0.5 * (self.manifold.dist_many(x, z) ** 2) @ self._row_weights
 
     def sample_costs(self, x, agents, batch):
         z = self._points(agents, batch)

@@ -306,6 +306,21 @@ class ManifoldContract:
         close(M.dist(x, x), np.zeros(self.n_agents))
         assert np.all(M.dist(x, z) <= d + M.dist(y, z) + TOL)
 
+    @needs("log")
+    def test_log_and_dist_many_are_the_pairwise_maps(self, manifold, rng):
+        """log_many / dist_many (each agent's point to several points) equal log / dist pair
+        by pair, in the right slots."""
+        M = manifold
+        p = self.sample(M, rng)
+        x = p["x"]
+        ys = np.stack([p["y"], M.retraction(x, self.step * p["w"]),
+                       M.retraction(p["y"], self.step * M.random_tangent(rng, p["y"]))], axis=1)
+        logs, dists = M.log_many(x, ys), M.dist_many(x, ys)
+        assert logs.shape == ys.shape and dists.shape == ys.shape[:2]
+        for u in range(ys.shape[1]):
+            close(logs[:, u], M.log(x, ys[:, u]))
+            close(dists[:, u], M.dist(x, ys[:, u]))
+
     # ---- transports --------------------------------------------------------------------
     def test_transports(self, manifold, rng):
         """Every transport T_{x->y}: linear, into T_y M, isometric where declared in
