@@ -145,6 +145,8 @@ def test_the_runner_records_the_replicas_means_and_their_window_sample():
     (lambda e: e["methods"][0].update(participation=1), "every agent"),
     (lambda e: e["methods"].append({"algorithm": "fedrr", "K": [2], "shared_stream": False}), "shared stream"),
     (lambda e: e.update(replicas=1), "replicas"),
+    # a decentralised strategy (its own per-agent stacks; no replica axis)
+    (lambda e: e["methods"].append({"algorithm": "drsgd", "K": [1], "graph": "ring"}), "'drsgd'; replicas allow"),
 ])
 def test_the_config_refuses_what_replicas_cannot_do(change, needle):
     exp = {"dataset": "lg", "rounds": 5, "batch_size": 1, "seeds": [0], "replicas": 4,
