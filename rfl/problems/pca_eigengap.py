@@ -19,6 +19,7 @@ import numpy as np
 
 from .base import COUNT, object_schema
 from .kpca import KPCA
+from .pca_stiefel import RowsPerAgent
 
 
 def eigengap_rows(rng: np.random.Generator, n_rows: int, d: int, eigengap: float) -> np.ndarray:
@@ -30,7 +31,7 @@ def eigengap_rows(rng: np.random.Generator, n_rows: int, d: int, eigengap: float
     return (u * s) @ vt
 
 
-class PCAEigengap(KPCA):
+class PCAEigengap(RowsPerAgent, KPCA):
     """Z: (S, N, d), rows of one matrix with geometric eigenvalues (module docstring)."""
 
     name = "pca_eigengap"
@@ -56,11 +57,3 @@ class PCAEigengap(KPCA):
         if d > S * N:
             out.append(("d", f"{d} columns for S N = {S * N} rows; allowed: d <= S N"))
         return out
-
-    @classmethod
-    def memory_bytes(cls, params):
-        return (params["S"] * params["N"] * params["d"] + params["S"] * params["d"] ** 2) * 8
-
-    @staticmethod
-    def local_sizes_from(params: dict):
-        return [int(params["N"])] * int(params["S"])

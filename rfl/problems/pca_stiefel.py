@@ -46,7 +46,22 @@ def row_scales(S: int, N: int, block: int, n_blocks: int | None = None,
     return (b + 1) / n
 
 
-class PCAStiefelSynthetic(KPCA):
+class RowsPerAgent:
+    """Size declarations of a PCA problem whose S agents hold N rows of R^d each (mixed into
+    ``PCAStiefelSynthetic`` and ``PCAEigengap``)."""
+
+    @classmethod
+    def memory_bytes(cls, params):
+        """Z: S N d float64, and the S d^2 local matrices A_j."""
+        return (params["S"] * params["N"] * params["d"] + params["S"] * params["d"] ** 2) * 8
+
+    @staticmethod
+    def local_sizes_from(params: dict):
+        """(S,) local sizes: N rows per agent."""
+        return [int(params["N"])] * int(params["S"])
+
+
+class PCAStiefelSynthetic(RowsPerAgent, KPCA):
     """Z: (S, N, d) synthetic rows of growing scale (module docstring); kPCA's cost on St(d, r)."""
 
     name = "pca_stiefel"
@@ -89,12 +104,3 @@ class PCAStiefelSynthetic(KPCA):
                                     f"S N = {S * N} rows; allowed: n_blocks >= {needed}"))
         return out
 
-    @classmethod
-    def memory_bytes(cls, params):
-        """Z: S N d float64, and the S d^2 local matrices A_j."""
-        return (params["S"] * params["N"] * params["d"] + params["S"] * params["d"] ** 2) * 8
-
-    @staticmethod
-    def local_sizes_from(params: dict):
-        """(S,) local sizes: N rows per agent."""
-        return [int(params["N"])] * int(params["S"])
