@@ -95,10 +95,12 @@ def job(d, name, spec, data):
                 out_meta=d / f"{name}.meta.json", iterates=d / f"{name}.x.npz")
 
 
-#: a round's deadline (``server_main``'s timeout of each send_and_receive): a reply takes well
-#: under a second, so a round that waits this long is stalled (a reply that never comes), and
-#: the run fails in minutes instead of waiting the production default (120 s) per round
-ROUND_TIMEOUT = 20.0
+#: an exchange's deadline (``server_main``'s timeout of each send_and_receive): a round's
+#: replies take about a second, the first exchange (the greeting) also the start of the
+#: engine's worker processes, which took over 20 s on a loaded machine; a round that waits
+#: this long is stalled (a reply that never comes) and is ended at half the production
+#: default (120 s)
+ROUND_TIMEOUT = 60.0
 
 
 class FlowerRuns:
