@@ -118,8 +118,9 @@ def test_edge_weights_of_the_graph_do_not_enter_w(rule):
 
 
 # ---- contracts and plug-ins that break them --------------------------------------------
+# (no "contract" in the name: the graphs selection of rfl.testing.mutation deselects -k Contract)
 @pytest.mark.parametrize("base", [Topology, WeightRule])
-def test_a_refused_option_default_is_a_deep_contract_error(base):
+def test_a_refused_option_default_is_a_deep_declaration_error(base):
     body = {"options": {"k": {"type": "integer", "minimum": 1, "default": 0}},
             "build": classmethod(lambda cls, n, rng, **o: None),
             "matrix": classmethod(lambda cls, G, **o: None)}
