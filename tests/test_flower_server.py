@@ -130,11 +130,31 @@ def make_spec(algorithm, K, B, participation=None, experiment="flower_server", r
             "algorithm": {"name": algorithm, "K": K, "batch_size": B, "participation": participation, **extra}}
 
 
+class Lines(logging.Handler):
+    """(level, message) of the flwr logger's records while in a ``with`` block."""
+
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.lines = []
+
+    def emit(self, record):
+        self.lines.append((record.levelno, record.getMessage()))
+
+    def __enter__(self):
+        logging.getLogger("flwr").addHandler(self)
+        return self.lines
+
+    def __exit__(self, *exc):
+        logging.getLogger("flwr").removeHandler(self)
+
+
 def run_server(spec, data, d, faults=None, **kwargs):
     npz, ref = data
     grid = InProcessGrid(make_client_app(faults))
     out = dict(out_table=d / "fl.csv", out_meta=d / "fl.meta.json", iterates=d / "fl.x.npz")
-    table = fserver.server_main(grid, spec, npz, ref, **out, timeout=TIMEOUT, connect_timeout=1.0, **kwargs)
+    with Lines() as lines:
+        table = fserver.server_main(grid, spec, npz, ref, **out, timeout=TIMEOUT, connect_timeout=1.0, **kwargs)
+    grid.log = lines
     return grid, table, out
 
 
@@ -184,8 +204,9 @@ def test_server_main_writes_rfl_runs_table_metadata_and_iterates(case, data, tmp
     assert not np.allclose(xs[0], xs[-1])
     # metadata: rfl run's, plus the Flower record
     assert meta["engine"] == "flower" and meta["status"] == "ok" and meta["rounds_completed"] == ROUNDS
-    assert meta["spec"] == json.loads(json.dumps(spec)) and meta["reference_method"] == json.loads(
-        io.run_meta_path(tmp_path / "sim.csv").read_text())["reference_method"]
+    sim_meta = json.loads(io.run_meta_path(tmp_path / "sim.csv").read_text())
+    assert meta["spec"] == json.loads(json.dumps(spec))
+    assert (meta["reference_method"], meta["predictions"]) == (sim_meta["reference_method"], sim_meta["predictions"])
     fl_meta = meta["flower"]
     assert fl_meta["flwr"] == flwr.__version__ and fl_meta["supernodes"] == S and fl_meta["refused"] == []
     per_round = S if m is None else m
@@ -207,6 +228,10 @@ def test_server_main_writes_rfl_runs_table_metadata_and_iterates(case, data, tmp
             assert query[:3] == (MessageType.QUERY, "full-gradient", asked) and query[3] == [str(r)]
     assert kinds[-1][:3] == (MessageType.EVALUATE, None, nodes)
     assert grid.timeouts == [TIMEOUT] * len(kinds)
+    # one log line per round with its counts
+    done = [msg for _, msg in grid.log if " done: " in msg and msg.startswith("rfl: round")]
+    assert done == [f"rfl: round {r} done: {per_round} participants, {per_round} accepted, 0 dropped"
+                    for r in range(1, ROUNDS + 1)]
 
 
 def test_without_evaluation_there_is_no_federated_cost(data, tmp_path, task_identity):
@@ -223,6 +248,15 @@ def test_no_iterates_file_unless_asked(data, tmp_path, task_identity):
                         tmp_path / "t.meta.json", connect_timeout=1.0)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.csv", "t.meta.json"]
     assert set(grid.timeouts) == {120.0}                  # the production default round deadline
+
+
+def test_zero_rounds_write_an_empty_iterates_array_and_evaluate_nothing(data, tmp_path, task_identity):
+    grid, table, out = run_server(make_spec("rfedags", 1, N, rounds=0), data, tmp_path)
+    xs = io.read_arrays(out["iterates"])["x"]
+    assert xs.shape == (0, D + 1) and len(table) == 1
+    meta = json.loads(io.run_meta_path(out["out_table"]).read_text())
+    assert meta["flower"]["federated_cost_final"] is None and meta["flower"]["rounds"] == []
+    assert [k[0] for k in grid.kinds()] == [MessageType.QUERY]          # the greeting only
 
 
 FAULTS = {1: "nan", 2: "shape", 3: "off-manifold"}
@@ -430,6 +464,18 @@ def test_experiment_jobs_name_what_is_missing_and_where_runs_go(tmp_path):
                         and j["spec"]["experiment"] == "cpesph_fixed" for j in jobs)
     default = fserver.experiment_jobs(cfg, "cpesph_fixed")
     assert {j["out_table"].parent for j in default} == {tmp_path / "results/flower/cpesph_fixed"}
+    # school_r2 also runs rsd (a centralised baseline): no Flower strategy (its data there)
+    from rfl import config as rflconfig
+    for spec in rflconfig.expand_runs(rflconfig.load(cfg)):
+        if spec["experiment"] == "school_r2":
+            for kind in ("data", "reference"):
+                p = tmp_path / f"results/{kind}/{spec['dataset']['name']}/{spec['dataset']['instance']}.npz"
+                p.parent.mkdir(parents=True, exist_ok=True)
+                p.write_bytes(b"")
+    with pytest.raises(ConfigError) as err:
+        fserver.experiment_jobs(cfg, "school_r2")
+    assert str(err.value) == (f"{cfg}: experiment 'school_r2' runs 'rsd', which has no Flower strategy; "
+                              "allowed: rfedags, rfedavg, rfedsvrg")
 
 
 # ---- the evaluation exchange and the summary line -----------------------------------
@@ -492,3 +538,106 @@ def test_summary_names_the_algorithm_and_its_settings(data):
     finally:
         logger.removeHandler(handler)
     assert lines == [(logging.INFO, "rfl rfedsvrg on Flower: 4 agents, K=3, B=5, participation=None")]
+
+
+# ---- a refusal, called directly ---------------------------------------------------------
+def test_a_refusal_is_one_log_line_and_one_record(data):
+    st = strategy(data)
+    with Lines() as lines:
+        st.refuse(3, 999, None, "a node that serves no agent of this run")
+        st.refuse(2, NODE0 + 1, 1, "no reply", "full-gradient")
+    assert lines == [
+        (logging.WARNING, "round 3: dropped the train reply of node 999: a node that serves no agent of "
+                          "this run; the round proceeds with the others"),
+        (logging.WARNING, f"round 2: dropped the full-gradient reply of node {NODE0 + 1} (agent 1): no reply; "
+                          "the round proceeds with the others")]
+    assert st.refusals == [
+        {"round": 3, "phase": "train", "node": 999, "agent": None, "reason": "a node that serves no agent of this run"},
+        {"round": 2, "phase": "full-gradient", "node": NODE0 + 1, "agent": 1, "reason": "no reply"}]
+
+
+def test_an_error_reply_is_refused_as_the_clients_failure(data, task_identity):
+    from rfl.flower.client import _reply
+
+    st = strategy(data)
+    st.sampler = AgentSampler(np.random.default_rng(1), SIZES, 1, None)
+    x0 = np.zeros(D + 1)
+    x0[0] = 1.0
+    messages = list(st.configure_train(1, to_record(x=x0), ConfigRecord(), None))
+    replies = []
+    for m in messages:
+        j = int(m.metadata.dst_node_id) - NODE0
+        replies.append(Message(Error(code=0, reason="the ClientApp raised"), reply_to=m) if j == 2
+                       else _reply(m, _FakeAgent(j), {"zeta": np.zeros(D + 1)}))
+    _, metrics = st.aggregate_train(1, replies)
+    assert [(r["agent"], r["reason"]) for r in st.refusals] == [(2, "the client failed: the ClientApp raised")]
+    assert (metrics["participants"], metrics["accepted"], metrics["dropped"]) == (S, S - 1, 1)
+
+
+class _FakeAgent:
+    """What ``_reply`` reads of an agent: its id and N_j."""
+
+    def __init__(self, j):
+        self.agent, self.n_local = j, int(SIZES[j])
+
+
+# ---- run_flower_jobs with the engine replaced by the in-process grid -----------------
+class Engine:
+    """``flwr.simulation.run_simulation`` in this process: the ServerApp on an
+    ``InProcessGrid`` of ``num_supernodes`` nodes serving the ClientApp given."""
+
+    def __init__(self, write=True):
+        self.calls, self.write = [], write
+
+    def __call__(self, server_app, client_app, num_supernodes, backend_config=None, verbose_logging=False):
+        self.calls.append((num_supernodes, backend_config, verbose_logging))
+        if self.write:
+            grid = InProcessGrid(client_app, {NODE0 + j: {"partition-id": j} for j in range(num_supernodes)})
+            try:
+                server_app(grid, Context(run_id=1, node_id=0, node_config={}, state=RecordDict(), run_config={}))
+            except Exception:        # noqa: BLE001 - the engine logs a ServerApp's exception and returns
+                pass
+
+
+def jobs_of(data, d, *specs):
+    npz, ref = data
+    return [dict(spec=s, data_npz=npz, reference_npz=ref, out_table=d / f"{i}.csv", out_meta=d / f"{i}.meta.json")
+            for i, s in enumerate(specs)]
+
+
+def test_run_flower_jobs_runs_every_job_on_one_engine_start(data, tmp_path, task_identity, monkeypatch):
+    import flwr.simulation
+
+    engine = Engine()
+    monkeypatch.setattr(flwr.simulation, "run_simulation", engine)
+    jobs = jobs_of(data, tmp_path, make_spec("rfedags", 2, N, rounds=2),
+                   make_spec("rfedavg", 1, N, experiment="flower_faults", rounds=1))
+    tables = fserver.run_flower_jobs(jobs, faults={"flower_faults": {3: "nan"}}, num_cpus=2, timeout=TIMEOUT)
+    assert engine.calls == [(S, {"client_resources": {"num_cpus": 1, "num_gpus": 0.0},
+                                 "init_args": {"num_cpus": 2, "include_dashboard": False,
+                                               "logging_level": "error", "log_to_driver": False}}, False)]
+    assert [len(t) for t in tables] == [3, 2]
+    for j, t in zip(jobs, tables):
+        np.testing.assert_array_equal(t["cost"].to_numpy(), io.read_run_table(j["out_table"])[0]["cost"].to_numpy())
+    refused = json.loads(io.run_meta_path(jobs[1]["out_table"]).read_text())["flower"]["refused"]
+    assert [(r["agent"], r["reason"]) for r in refused] == [(3, "array 'x' has NaN or infinite entries")]
+    assert json.loads(io.run_meta_path(jobs[0]["out_table"]).read_text())["flower"]["refused"] == []
+
+
+def test_run_flower_jobs_raises_the_serverapps_exception(data, tmp_path, task_identity, monkeypatch):
+    import flwr.simulation
+
+    monkeypatch.setattr(flwr.simulation, "run_simulation", Engine())
+    with pytest.raises(ValueError, match="algorithm 'rfedproj' has no Flower strategy"):
+        fserver.run_flower_jobs(jobs_of(data, tmp_path, make_spec("rfedproj", 1, N)))
+
+
+def test_run_flower_jobs_names_the_tables_it_did_not_write(data, tmp_path, task_identity, monkeypatch):
+    import flwr.simulation
+
+    monkeypatch.setattr(flwr.simulation, "run_simulation", Engine(write=False))
+    jobs = jobs_of(data, tmp_path, make_spec("rfedags", 1, N), make_spec("rfedavg", 1, N))
+    jobs[0]["out_table"].write_text("")            # one table there, the other not
+    with pytest.raises(RuntimeError) as err:
+        fserver.run_flower_jobs(jobs)
+    assert str(err.value) == (f"the Flower run ended without writing {jobs[1]['out_table']} (see the log above)")
