@@ -95,19 +95,47 @@ def job(d, name, spec, data):
                 out_meta=d / f"{name}.meta.json", iterates=d / f"{name}.x.npz")
 
 
+#: an exchange's deadline (``server_main``'s timeout of each send_and_receive): a round's
+#: replies take about a second, the first exchange (the greeting) also the start of the
+#: engine's worker processes, which took over 20 s on a loaded machine; a round that waits
+#: this long is stalled (a reply that never comes) and is ended at half the production
+#: default (120 s)
+ROUND_TIMEOUT = 60.0
+
+
+class FlowerRuns:
+    """Every case of CASES through one simulation-engine start, started by the first test that
+    reads it (``runs[name]`` -> (spec, job)), inside that test's body: the engine's minutes
+    count as that test's duration, which mutation testing reads to set each mutant's time
+    limit (a module fixture's setup time is not counted, so every mutant the engine reaches
+    would be ended by the limit as a "timeout")."""
+
+    def __init__(self, d, data):
+        self.d, self.data, self.out = d, data, None
+
+    def run(self) -> dict:
+        if self.out is None:
+            from rfl.flower.server import run_flower_jobs
+
+            d, data = self.d, self.data
+            jobs = {name: job(d, name, make_spec(*case), data) for name, case in CASES.items()}
+            jobs.update({name: job(d, name, fault_spec(*case), data) for name, case in FAULT_SPECS.items()})
+            experiment = experiment_setup(d)
+            run_flower_jobs(list(jobs.values()) + experiment, faults={"flower_faults": FAULTS},
+                            timeout=ROUND_TIMEOUT)
+            out = {name: (jobs[name]["spec"], jobs[name]) for name in jobs}
+            out["experiment"] = experiment
+            self.out = out
+        return self.out
+
+    def __getitem__(self, name):
+        return self.run()[name]
+
+
 @pytest.fixture(scope="module")
 def flower_runs(tmp_path_factory, data):
-    """Every case of CASES through one simulation-engine start: {name: (spec, job)}."""
-    from rfl.flower.server import run_flower_jobs
-
-    d = tmp_path_factory.mktemp("flower_runs")
-    jobs = {name: job(d, name, make_spec(*case), data) for name, case in CASES.items()}
-    jobs.update({name: job(d, name, fault_spec(*case), data) for name, case in FAULT_SPECS.items()})
-    experiment = experiment_setup(d)
-    run_flower_jobs(list(jobs.values()) + experiment, faults={"flower_faults": FAULTS})
-    out = {name: (jobs[name]["spec"], jobs[name]) for name in jobs}
-    out["experiment"] = experiment
-    return out
+    """The module's Flower runs (``FlowerRuns``: run on first use)."""
+    return FlowerRuns(tmp_path_factory.mktemp("flower_runs"), data)
 
 
 def experiment_setup(d):

@@ -7,6 +7,7 @@ reaches them."""
 from __future__ import annotations
 
 import json
+import re
 from types import SimpleNamespace
 
 import numpy as np
@@ -99,3 +100,21 @@ def test_each_fault_corrupts_as_its_name_says_and_leaves_the_value_alone():
     assert set(FAULTS) == {"nan", "shape", "off-manifold"}
     with pytest.raises(ValueError, match="fault 'zero'; allowed: nan, shape, off-manifold"):
         _corrupt(value, "zero", m)
+
+
+def test_an_agent_refuses_a_point_of_another_shape(data_file):
+    """The problems' compiled kernels do not check bounds: an x (or RFedSVRG's g_ref) of
+    another shape than the manifold's point is refused before it reaches them."""
+    params, geometry = json.dumps(DATASET["params"]), json.dumps(GEOMETRY)
+    agent = Agent.from_file("cpesph", params, geometry, str(data_file), 1)
+    x = agent.problem.initial_point(np.random.default_rng(0))          # (7,)
+    cfg = {"algorithm": "rfedags", "alpha": 0.5, "K": 2, "B": 5, "key": "1", "draw": 0}
+    for bad, shape in ((np.ones(5), "(5,)"), (np.array(np.nan), "()"), (np.ones((1, 7)), "(1, 7)")):
+        for call in (lambda: agent.train(bad, cfg), lambda: agent.full_gradient(bad),
+                     lambda: agent.local_cost(bad)):
+            with pytest.raises(ValueError, match=rf"^x has shape {re.escape(shape)}, expected \(7,\)$"):
+                call()
+    svrg = dict(cfg, algorithm="rfedsvrg")
+    with pytest.raises(ValueError, match=r"^g_ref has shape \(6,\), expected \(7,\)$"):
+        agent.train(x, svrg, np.zeros(6))
+    assert agent.train(x, svrg, np.zeros(7)).shape == (7,)               # the right shapes pass

@@ -61,30 +61,41 @@ class Agent:
             raise ValueError(f"agent {agent} is not in {data_file} (it holds agents 0..{S - 1})")
         return cls(p, agent, agent)
 
+    def point(self, name: str, value) -> np.ndarray:
+        """``value`` as a float array of the manifold's ``point_shape``, or ValueError naming it:
+        the problems' compiled kernels index without bounds checks, so an x of another shape
+        from a faulty server would make them read and write outside their arrays."""
+        v = np.asarray(value, dtype=float)
+        shape = tuple(self.manifold.point_shape)
+        if v.shape != shape:
+            raise ValueError(f"{name} has shape {v.shape}, expected {shape}")
+        return v
+
     def batches(self, cfg):
         key, draw, B = int(cfg["key"]), int(cfg["draw"]), int(cfg["B"])
         return lambda k: agent_batch(key, draw + k, self.agent, self.n_local, B)
 
     def full_gradient(self, x_t: np.ndarray) -> np.ndarray:
         """grad f_j(x_t): ``point_shape`` (RFedSVRG's first exchange)."""
-        x = x_t[None]
+        x = self.point("x", x_t)[None]
         return self.manifold.euclidean_to_riemannian_gradient(
             x, self.problem.local_egrad(x, self.rows))[0]
 
     def local_cost(self, x: np.ndarray) -> float:
-        return float(self.problem.local_cost(x[None], self.rows)[0])
+        return float(self.problem.local_cost(self.point("x", x)[None], self.rows)[0])
 
     def train(self, x_t: np.ndarray, cfg, g_ref: np.ndarray | None = None) -> np.ndarray:
         """The agent's reply to a training message: zeta^j (RFedAGS) or x^j_{t,K} (RFedAvg,
         RFedSVRG with the reference gradient ``g_ref``), ``point_shape``."""
         name, alpha, K = str(cfg["algorithm"]), float(cfg["alpha"]), int(cfg["K"])
+        x_t = self.point("x", x_t)
         x = x_t[None]
         if name == "rfedags":
             return gradient_stream(self.problem, x, self.rows, alpha, K, self.batches(cfg))[0]
         if name == "rfedavg":
             return local_sgd(self.problem, x, self.rows, alpha, K, self.batches(cfg))[0]
         if name == "rfedsvrg":
-            shift = self.full_gradient(x_t)[None] - g_ref[None]
+            shift = self.full_gradient(x_t)[None] - self.point("g_ref", g_ref)[None]
             return svrg_local_steps(self.problem, x, self.rows, alpha, K, self.batches(cfg), shift)[0]
         raise ValueError(f"algorithm {name!r} has no Flower client; allowed: {', '.join(REPLY_KEY)}")
 

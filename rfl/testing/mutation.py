@@ -63,7 +63,7 @@ TESTS = {
                   "test_report_sections.py", "test_figure_data.py", "test_performance_rows.py",
                   "test_lsa_report.py", "test_claim_pages_readback.py", "test_sweep_readback.py",
                   "test_bias_sweep_figure.py", "test_report_provenance.py"],
-    "flower": ["test_flower_faults.py", "test_flower.py"],
+    "flower": ["test_flower_faults.py", "test_flower_server.py", "test_flower.py"],
     "graphs": ["test_graphs.py", "test_decentralised.py"],
     "participation": ["test_participation.py", "test_participation_biased.py", "test_bernoulli_mean.py",
                       "test_partbias_runner.py", "test_claim_rules_partbias.py"],
