@@ -9,21 +9,28 @@ costs, in CPU seconds,
            + sum over its (D, A) pairs of warmup[D, A]  an algorithm's first run, beyond first_run[D]
            + sum over its runs of run(spec)
 
-    run(spec) = run_s + run_replica_s R + T (round_s + replica_round_s R + step_s K P R
-                                             + sample_s K B P R)
+    run(spec) = run_s + run_replica_s R + T (round_s + replica_round_s R + agent_round_s P R
+                                             + step_s K P R + sample_s K B P R)
 
 with T the rounds, K the local steps, B the batch size, P the agents expected to take part
-(``participants``), R the replicas (1 without), and one set of coefficients per pair of dataset
-D (its problem and sizes) and algorithm A: the rounds' full-objective record (cost, gradient
-norm, distance to x* of every round, ``rfl.runner.execute``) is in round_s, a sample gradient in
-sample_s, a local step's retraction and transport in step_s, a replica's streams and metadata
-in run_replica_s.
+(``participants``; every agent of a decentralised strategy), R the replicas (1 without), and
+one set of coefficients per pair of dataset D (its problem and sizes) and algorithm A: the
+rounds' full-objective record (cost, gradient norm, distance to x* of every round,
+``rfl.runner.execute``) is in round_s, what each taking part pays once per round whatever K
+(its draws, its start and its upload, the server's aggregation or the graph's mixing of its
+point) in agent_round_s, a sample gradient in sample_s, a local step's retraction and
+transport in step_s, a replica's streams and metadata in run_replica_s. The consensus steps t
+of a decentralised strategy are no feature: it mixes with W^t, computed once per run
+(``rfl.algorithms.decentralised``), so a round costs the same at every t.
 
 The coefficients come from ``calibrate``: each pair of a config runs a few short runs at the
-dataset's own size (rounds chosen so that a run takes ~``TARGET_S``), with K, B and R varied,
+dataset's own size (rounds chosen so that the rounds take ~``TARGET_S``, and at least the run's
+fixed part), with K, B and R varied,
 each in a fresh process per dataset so that start-up and loading are measured as a job pays
 them, in CPU time (``time.process_time``, not wall: the machine may be shared). The fit is a
-non-negative least squares per pair. The file (``MODEL_PATH``, or $RFL_COST_MODEL) names the
+non-negative least squares per pair; its largest relative residual over the probes
+(``fit_error``) is stored beside the coefficients, since a cost the features lack shows there
+first. The file (``MODEL_PATH``, or $RFL_COST_MODEL) names the
 commit, the machine and the config it was measured on. A pair the file lacks is scaled from the
 same problem and algorithm at another size (by the data's bytes), else costed by the old rule
 of thumb (``FALLBACK_JOB_S`` + ``FALLBACK_SAMPLE_S`` per sample gradient); ``job_estimate``
@@ -38,12 +45,13 @@ import os
 from pathlib import Path
 
 FORMAT = "rfl-cost-model"
-VERSION = 1
+VERSION = 2
 #: the stored model (the one the dry run's estimate reads), unless $RFL_COST_MODEL names another
 MODEL_PATH = Path(__file__).with_name("cost_model.json")
 MODEL_ENV = "RFL_COST_MODEL"
 #: the per-run coefficients, in the order of ``run_features``
-COEFFICIENTS = ("run_s", "run_replica_s", "round_s", "replica_round_s", "step_s", "sample_s")
+COEFFICIENTS = ("run_s", "run_replica_s", "round_s", "replica_round_s", "agent_round_s", "step_s",
+                "sample_s")
 #: the rule of thumb for a pair the model lacks (the estimate before the model)
 FALLBACK_JOB_S = 1.0
 FALLBACK_SAMPLE_S = 1e-6
@@ -90,8 +98,8 @@ def run_factors(spec: dict) -> dict:
 
 def run_features(T, K, B, P, R) -> list[float]:
     """The run's features, one per coefficient of ``COEFFICIENTS``:
-    [1, R, T, T R, T K P R, T K B P R]."""
-    return [1.0, R, T, T * R, T * K * P * R, T * K * B * P * R]
+    [1, R, T, T R, T P R, T K P R, T K B P R]."""
+    return [1.0, R, T, T * R, T * P * R, T * K * P * R, T * K * B * P * R]
 
 
 def sample_gradients(spec: dict) -> float:
@@ -150,6 +158,8 @@ def validate(data, path="cost model") -> dict:
         for k in COEFFICIENTS:
             _number(path, f"{where}.coefficients.{k}", p["coefficients"].get(k))
         _number(path, f"{where}.warmup_s", p.get("warmup_s"))
+        if "fit_error" in p:
+            _number(path, f"{where}.fit_error", p["fit_error"])
         if not isinstance(p.get("variant", {}), dict):
             raise CostModelError(f"{path}: {where}.variant is not a mapping (geometry, weighted_objective, time)")
     return data
