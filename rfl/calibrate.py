@@ -231,14 +231,14 @@ def fit(points: list[dict]) -> dict:
 
 
 def fit_error(points: list[dict], coefficients: dict) -> float:
-    """The largest |predicted - measured| / measured over ``points`` of the run cost with
-    ``coefficients`` (``fit``'s): near 0 when the features explain the probes, large when a
-    cost they lack (or noise) dominates one."""
+    """The largest |predicted - measured| / max(measured, TARGET_S) over ``points`` (``fit``'s
+    weights) of the run cost with ``coefficients``: near 0 when the features explain the
+    probes, large when a cost they lack (or noise) dominates one."""
     worst = 0.0
     for p in points:
         x = cost_model.run_features(**p["factors"])
         pred = sum(coefficients[k] * v for k, v in zip(cost_model.COEFFICIENTS, x))
-        worst = max(worst, abs(pred - p["cpu_s"]) / max(p["cpu_s"], 1e-12))
+        worst = max(worst, abs(pred - p["cpu_s"]) / max(p["cpu_s"], cost_model.TARGET_S))
     return worst
 
 
