@@ -5,14 +5,14 @@ rfl.calibrate``) measures in CPU time (``time.process_time``): its start-up (int
 the imports of a run job), the first and a second load of the data, and for every algorithm
 the config runs on it a warm-up run (one round) and short runs of the config's first spec of
 that pair at its dataset's size: the spec as it is at T0 and 3 T0 rounds, with 2K, with 4B,
-with R/4 replicas (when varied), or the config's other shapes of the pair (the largest also at
-3 T0), T0 chosen so that the rounds take ~TARGET_S and at least half the run's fixed part (a
-run of 4096 replicas spends 0.4 s on their streams before its first round). The short runs
-that choose T0 (``rounds_for``) are measurements too. ``fit`` solves for the pair's
-coefficients by non-negative least squares (scipy.optimize.nnls) on the features of
-``rfl.cost_model.run_features``; ``fit_error`` is what they leave unexplained. The runs write their tables into a temporary directory
-(writing is part of a run's cost) against a stand-in x* (the initial point): the record of a
-round costs the same at any point.
+with R/4 replicas (when varied), or the config's other shapes of the pair, T0 chosen so that
+the rounds take ~TARGET_S and at least half the run's fixed part (a run of 4096 replicas
+spends 0.4 s on their streams before its first round). The short runs that choose T0
+(``rounds_for``) are measurements too. ``fit`` solves for the pair's coefficients by
+non-negative least squares (scipy.optimize.nnls) on the features of
+``rfl.cost_model.run_features``; ``fit_error`` is what they leave unexplained. The runs write
+their tables into a temporary directory (writing is part of a run's cost) against a stand-in
+x* (the initial point): the record of a round costs the same at any point.
 """
 
 from __future__ import annotations
@@ -67,9 +67,9 @@ def shapes_of(specs: list[dict]) -> list[dict]:
 
 def design(spec: dict, shapes: list[dict]) -> list[dict]:
     """The calibration runs of one pair (``_times``: the rounds in units of the run's T0):
-    every shape of the config once, the first (smallest) and the second (largest) also at
-    3 T0; with one shape only, also 2K and 4B (or B/4); with replicas, R/4 at 3 T0
-    (``_design_spec``)."""
+    every shape of the config once, the first one also at 3 T0; with one shape only, also 2K
+    and 4B (or B/4); with replicas, R/4 at 3 T0 (``_design_spec``). Each shape's T0 probes
+    (2, 8, ... rounds) are measurements too, so every shape is seen at two T at least."""
     def shaped(sh, times=1):
         s = copy.deepcopy(spec)
         a = s["algorithm"]
@@ -83,8 +83,6 @@ def design(spec: dict, shapes: list[dict]) -> list[dict]:
         return dict(s, _times=times)
     runs = [shaped(shapes[0]), shaped(shapes[0], 3)]
     runs += [shaped(sh) for sh in shapes[1:]]
-    if len(shapes) > 1:
-        runs.append(shaped(shapes[1], 3))
     base = shaped(shapes[0])
     if len(shapes) == 1:
         runs += [dict(x, _times=1) for x in (_design_spec(base, 1, 2, 1, 1), _design_spec(base, 1, 1, 4, 1))

@@ -202,9 +202,10 @@ def test_calibration_measures_the_smallest_and_largest_shape_of_a_pair_first():
     assert [s["K"] for s in shapes][:2] == [1, 1000]
     assert len(shapes) == calibrate.MAX_SHAPES and len({s["K"] for s in shapes}) == len(shapes)
     runs = calibrate.design(specs[0], shapes)
-    # the first shape twice (once at 3 T0), then each other shape once, the largest at 3 T0 too
-    assert [r["algorithm"]["K"] for r in runs] == [1, 1, 1000] + [s["K"] for s in shapes[2:]] + [1000]
-    assert [r["_times"] for r in runs] == [1, 3] + [1] * (len(shapes) - 1) + [3]
+    # the first shape twice (once at 3 T0), then each other shape once (its T0 probes are
+    # its other measurements)
+    assert [r["algorithm"]["K"] for r in runs] == [1, 1, 1000] + [s["K"] for s in shapes[2:]]
+    assert [r["_times"] for r in runs] == [1, 3] + [1] * (len(shapes) - 1)
     one = calibrate.design(specs[0], calibrate.shapes_of([_spec(K=10, B=64, replicas=16)]))
     changed = [(r["algorithm"]["K"], r["algorithm"]["batch_size"], r["replicas"]) for r in one[2:]]
     # one shape: 2K, then 4B unless it exceeds the smallest agent's 80 samples (B / 4), then R / 4
