@@ -318,6 +318,9 @@ def experiment_specs(config: dict) -> dict[str, list[dict]]:
 # ---- the check against measured jobs -----------------------------------------------------------
 #: a job's estimate counts as right when estimate / measured lies within 1 -/+ this
 TOLERANCE = 0.25
+#: a job whose start-up took more than this times the run's median start-up ran on a busier
+#: machine (the same imports cost more CPU): the check counts those jobs apart
+BUSY_STARTUP = 1 + TOLERANCE
 
 
 def measured_jobs(perf_csv) -> dict[str, float]:
@@ -328,9 +331,20 @@ def measured_jobs(perf_csv) -> dict[str, float]:
             if r["scope"] == "experiment" and not math.isnan(r["cpu_s"])}
 
 
-def check_rows(estimates: dict[str, dict], measured: dict[str, float]) -> list[dict]:
+def measured_startups(perf_csv) -> dict[str, float]:
+    """{experiment: the CPU seconds its run job spent before its work began} of a
+    performance.csv (jobs without a record left out)."""
+    from rfl.reporting.performance import read_performance_csv
+    return {r["name"]: r["startup_s"] for r in read_performance_csv(perf_csv)
+            if r["scope"] == "experiment" and not math.isnan(r["startup_s"])}
+
+
+def check_rows(estimates: dict[str, dict], measured: dict[str, float],
+               startups: dict[str, float] | None = None) -> list[dict]:
     """One row per experiment with both an estimate and a measurement: experiment, estimate_s,
-    measured_s, ratio (estimate / measured), within (|ratio - 1| <= TOLERANCE), basis."""
+    measured_s, ratio (estimate / measured), within (|ratio - 1| <= TOLERANCE), basis, and
+    startup_x: the job's start-up over the median start-up of the rows' jobs (nan without)."""
+    import statistics
     rows = []
     for e, est in estimates.items():
         if e not in measured or measured[e] <= 0:
@@ -339,6 +353,11 @@ def check_rows(estimates: dict[str, dict], measured: dict[str, float]) -> list[d
         rows.append({"experiment": e, "estimate_s": est["cpu_s"], "measured_s": measured[e],
                      "ratio": ratio, "within": abs(ratio - 1) <= TOLERANCE + 1e-12,
                      "basis": est["basis"]})
+    known = [startups[r["experiment"]] for r in rows if startups and r["experiment"] in startups]
+    median = statistics.median(known) if known else math.nan
+    for r in rows:
+        value = (startups or {}).get(r["experiment"], math.nan)
+        r["startup_x"] = value / median if median > 0 else math.nan
     return rows
 
 
@@ -346,10 +365,19 @@ def check_table(rows: list[dict], model_line: str = "") -> str:
     """The check's text: a row per job, then the share within TOLERANCE and the totals."""
     width = max([len(r["experiment"]) for r in rows] + [len("experiment")])
     out = ([model_line] if model_line else []) + [
-        f"{'experiment':<{width}}  {'estimate_s':>10}  {'measured_s':>10}  {'ratio':>6}  within  basis"]
+        f"{'experiment':<{width}}  {'estimate_s':>10}  {'measured_s':>10}  {'ratio':>6}  within  "
+        f"startup_x  basis"]
     for r in rows:
+        x = r.get("startup_x", math.nan)
         out.append(f"{r['experiment']:<{width}}  {r['estimate_s']:10.2f}  {r['measured_s']:10.2f}  "
-                   f"{r['ratio']:6.2f}  {'yes' if r['within'] else 'no':<6}  {r['basis']}")
+                   f"{r['ratio']:6.2f}  {'yes' if r['within'] else 'no':<6}  "
+                   f"{'-' if math.isnan(x) else f'{x:.2f}':>9}  {r['basis']}")
+    busy = [r for r in rows if r.get("startup_x", math.nan) > BUSY_STARTUP]
+    if busy:
+        rest = [r for r in rows if r not in busy]
+        out.append(f"jobs whose start-up took over {BUSY_STARTUP}x the median (a busier machine then): "
+                   f"{sum(r['within'] for r in busy)} of {len(busy)} within {100 * TOLERANCE:.0f} %; "
+                   f"the other jobs: {sum(r['within'] for r in rest)} of {len(rest)}")
     n_in = sum(r["within"] for r in rows)
     est, meas = sum(r["estimate_s"] for r in rows), sum(r["measured_s"] for r in rows)
     share = n_in / len(rows) if rows else float("nan")

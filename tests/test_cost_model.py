@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import csv
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -262,6 +263,18 @@ def test_check_rows_compare_estimate_and_measurement():
         ("a", pytest.approx(1.25), True), ("b", pytest.approx(1.26), False), ("c", pytest.approx(0.75), True)]
     text = cost_model.check_table(rows)
     assert "2 of 3 run jobs (67 %)" in text and "total estimate 32.6 s, measured 30.0 s" in text
+
+
+def test_check_rows_tell_jobs_that_started_on_a_busier_machine():
+    # start-ups 1, 1, 1.2 and 2 s: median 1.1; the 2-s job (1.82x) ran on a busier machine
+    estimates = {e: {"cpu_s": 10.0, "basis": "measured"} for e in "abcd"}
+    measured = {"a": 10.0, "b": 10.0, "c": 20.0, "d": 20.0}
+    rows = cost_model.check_rows(estimates, measured, {"a": 1.0, "b": 1.0, "c": 1.2, "d": 2.0})
+    assert [r["startup_x"] for r in rows] == pytest.approx([1 / 1.1, 1 / 1.1, 1.2 / 1.1, 2 / 1.1])
+    text = cost_model.check_table(rows)
+    assert "over 1.25x the median (a busier machine then): 0 of 1 within 25 %; the other jobs: 2 of 3" in text
+    assert all(math.isnan(r["startup_x"]) for r in cost_model.check_rows(estimates, measured))
+    assert "busier" not in cost_model.check_table(cost_model.check_rows(estimates, measured))
 
 
 def _perf_csv(path, measured: dict[str, float]):
