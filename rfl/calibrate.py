@@ -174,7 +174,11 @@ def probe(request: dict) -> dict:
         def rounds_for(s, points) -> int:
             """T0 of a design run: rounds whose part of the run's CPU is ~TARGET_S, or half
             the run's fixed part (at most ROUNDS_CAP_S), from the extra CPU of T = 2, 8, 32, ...
-            rounds over 2 (the fixed part cancels); each of these runs is added to ``points``."""
+            rounds over 2 (the fixed part cancels); each of these runs is added to ``points``.
+            A run of 1 round first, not measured: a shape's first run may load what no other
+            run pays again (the minibatch sampler's compiled kernels: 0.48 s against 8 ms for
+            the 2 rounds after it, with B / 4 of a full-batch pair)."""
+            timed(dict(s, rounds=1))
             c2, done = timed(dict(s, rounds=2))
             points.append(point(s, c2, done))
             T = 2
