@@ -20,17 +20,20 @@ rounds' full-objective record (cost, gradient norm, distance to x* of every roun
 (its draws, its start and its upload, the server's aggregation or the graph's mixing of its
 point) in agent_round_s, a sample gradient in sample_s, a local step's retraction and
 transport in step_s, a replica's streams and metadata in run_replica_s. The consensus steps t
-of a decentralised strategy are no feature: it mixes with W^t, computed once per run
-(``rfl.algorithms.decentralised``), so a round costs the same at every t.
+of a decentralised strategy and its graph are no feature: ambient mixing multiplies by W^t,
+computed once per run (``rfl.algorithms.decentralised``), so its round costs the same at every
+t (dec_pca_t1 3.48 CPU-s, dec_pca_t10 3.38 in a quiet full run); the Frechet consensus takes a
+Log per nonzero off-diagonal entry of W^t (``rfl.algorithms.consensus``), which grows with t
+and the graph, but no config varies either within one of its pairs.
 
 The coefficients come from ``calibrate``: each pair of a config runs a few short runs at the
-dataset's own size (rounds chosen so that the rounds take ~``TARGET_S``, and at least the run's
-fixed part), with K, B and R varied,
-each in a fresh process per dataset so that start-up and loading are measured as a job pays
-them, in CPU time (``time.process_time``, not wall: the machine may be shared). The fit is a
-non-negative least squares per pair; its largest relative residual over the probes
-(``fit_error``) is stored beside the coefficients, since a cost the features lack shows there
-first. The file (``MODEL_PATH``, or $RFL_COST_MODEL) names the
+dataset's own size (rounds chosen so that the rounds take ~``TARGET_S``, and at least half the
+run's fixed part), with K, B and R varied, each in a fresh process per dataset so that
+start-up and loading are measured as a job pays them, in CPU time (``time.process_time``, not
+wall: the machine may be shared). The fit is a non-negative least squares per pair; its
+largest residual over the probes (``fit_error``, relative, or over TARGET_S for a shorter
+probe) is stored beside the coefficients, since a cost the features lack shows there first.
+The file (``MODEL_PATH``, or $RFL_COST_MODEL) names the
 commit, the machine and the config it was measured on. A pair the file lacks is scaled from the
 same problem and algorithm at another size (by the data's bytes), else costed by the old rule
 of thumb (``FALLBACK_JOB_S`` + ``FALLBACK_SAMPLE_S`` per sample gradient); ``job_estimate``
