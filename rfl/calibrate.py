@@ -5,11 +5,14 @@ rfl.calibrate``) measures in CPU time (``time.process_time``): its start-up (int
 the imports of a run job), the first and a second load of the data, and for every algorithm
 the config runs on it a warm-up run (one round) and short runs of the config's first spec of
 that pair at its dataset's size: the spec as it is at T0 and 3 T0 rounds, with 2K, with 4B,
-with R/4 replicas (when varied), T0 chosen so that a run takes ~TARGET_S. ``fit`` solves for
-the pair's coefficients by non-negative least squares (scipy.optimize.nnls) on the features of
-``rfl.cost_model.run_features``. The runs write their tables into a temporary directory
-(writing is part of a run's cost) against a stand-in x* (the initial point): the record of a
-round costs the same at any point.
+with R/4 replicas (when varied), or the config's other shapes of the pair, T0 chosen so that
+the rounds take ~TARGET_S and at least half the run's fixed part (a run of 4096 replicas
+spends 0.4 s on their streams before its first round). The short runs that choose T0
+(``rounds_for``) are measurements too. ``fit`` solves for the pair's coefficients by
+non-negative least squares (scipy.optimize.nnls) on the features of
+``rfl.cost_model.run_features``; ``fit_error`` is what they leave unexplained. The runs write
+their tables into a temporary directory (writing is part of a run's cost) against a stand-in
+x* (the initial point): the record of a round costs the same at any point.
 """
 
 from __future__ import annotations
@@ -31,9 +34,15 @@ MAX_ROUNDS = 5000
 #: the probe process's command: a run job's imports (the CLI first, as ``rfl runs`` does), then
 #: this module as __main__ (its ``probe``); the CLI is not imported here, which it imports
 _PROBE = "import rfl.cli, runpy; runpy.run_module('rfl.calibrate', run_name='__main__')"
-#: the probe of a design run's rounds stops at this extra CPU over 2 rounds, or at PROBE_ROUNDS
+#: the probe of a design run's rounds stops at this extra CPU over 2 rounds (and at least
+#: FIXED_SHARE of the 2 rounds' own: the run's fixed part may be large), or at PROBE_ROUNDS
 PROBE_S = 0.01
+FIXED_SHARE = 0.2
 PROBE_ROUNDS = 2048
+#: the rounds of a design run cost ~TARGET_S, or half the run's fixed part, at most ROUNDS_CAP_S
+ROUNDS_CAP_S = 0.3
+#: a pair whose fit leaves more of a probe's CPU unexplained is named in calibrate's log
+FIT_WARN = 0.25
 #: the most distinct (K, B, participation, R) shapes of one pair measured
 MAX_SHAPES = 4
 
@@ -58,8 +67,9 @@ def shapes_of(specs: list[dict]) -> list[dict]:
 
 def design(spec: dict, shapes: list[dict]) -> list[dict]:
     """The calibration runs of one pair (``_times``: the rounds in units of the run's T0):
-    every shape of the config once, the first one also at 3 T0; with one shape only,
-    also 2K and 4B (or B/4); with replicas, R/4 at 3 T0 (``_design_spec``)."""
+    every shape of the config once, the first one also at 3 T0; with one shape only, also 2K
+    and 4B (or B/4); with replicas, R/4 at 3 T0 (``_design_spec``). Each shape's T0 probes
+    (2, 8, ... rounds) are measurements too, so every shape is seen at two T at least."""
     def shaped(sh, times=1):
         s = copy.deepcopy(spec)
         a = s["algorithm"]
@@ -111,6 +121,16 @@ def _design_spec(spec: dict, T: int, kf: int, bf: int, rdiv: int) -> dict | None
     return s
 
 
+def first_rounds(c2: float, T: int, cT: float) -> int:
+    """T0 of a design run from the CPU seconds c2 of 2 rounds and cT of T: the rounds whose
+    part is TARGET_S, or half the run's fixed part c2 - 2 (cT - c2) / (T - 2) when that is
+    more (at most ROUNDS_CAP_S), within [3, MAX_ROUNDS]."""
+    per_round = max(cT - c2, 1e-9) / (T - 2)
+    fixed = max(c2 - 2 * per_round, 0.0)
+    target = min(max(cost_model.TARGET_S, fixed / 2), ROUNDS_CAP_S)
+    return int(min(MAX_ROUNDS, max(3, math.ceil(target / per_round))))
+
+
 def probe(request: dict) -> dict:
     """Run in a fresh process: the start-up, loading and run costs of one dataset's pairs
     (module docstring). ``request``: {"data_npz", "specs": [a run spec per algorithm]}."""
@@ -146,33 +166,43 @@ def probe(request: dict) -> dict:
             table = runner.run(s, request["data_npz"], ref, csv, meta, problem=problems[key])
             return time.process_time() - t, int(table["round"].iloc[-1])
 
-        def rounds_for(s) -> int:
-            """T0 of a design run: rounds whose part of the run's CPU is ~TARGET_S, from the
-            extra CPU of T = 2, 8, 32, ... rounds over 2 (the fixed part cancels)."""
-            c2, _ = timed(dict(s, rounds=2))
+        def point(s, seconds, done) -> dict:
+            f = cost_model.run_factors(s)
+            f["T"] = done                           # a run that diverged stops early
+            return {"factors": f, "cpu_s": seconds}
+
+        def rounds_for(s, points) -> int:
+            """T0 of a design run: rounds whose part of the run's CPU is ~TARGET_S, or half
+            the run's fixed part (at most ROUNDS_CAP_S), from the extra CPU of T = 2, 8, 32, ...
+            rounds over 2 (the fixed part cancels); each of these runs is added to ``points``.
+            A run of 1 round first, not measured: a shape's first run may load what no other
+            run pays again (the minibatch sampler's compiled kernels: 0.48 s against 8 ms for
+            the 2 rounds after it, with B / 4 of a full-batch pair)."""
+            timed(dict(s, rounds=1))
+            c2, done = timed(dict(s, rounds=2))
+            points.append(point(s, c2, done))
             T = 2
             while T < PROBE_ROUNDS:
                 T *= 4
-                cT, _ = timed(dict(s, rounds=T))
-                if cT - c2 >= PROBE_S:
+                cT, done = timed(dict(s, rounds=T))
+                points.append(point(s, cT, done))
+                if cT - c2 >= max(PROBE_S, FIXED_SHARE * c2):
                     break
-            per_round = max(cT - c2, 1e-9) / (T - 2)
-            return int(min(MAX_ROUNDS, max(3, math.ceil(cost_model.TARGET_S / per_round))))
+            return first_rounds(c2, T, cT)
 
         for spec, shapes in zip(specs, request["shapes"]):
-            warm, _ = timed(_design_spec(spec, 1, 1, 1, 1))
+            first = _design_spec(spec, 1, 1, 1, 1)
+            warm, _ = timed(first)
             points, T0s = [], {}
             for s in design(spec, shapes):
                 times = s.pop("_times")
                 key = json.dumps(s, sort_keys=True)
                 if key not in T0s:
-                    T0s[key] = rounds_for(s)
+                    T0s[key] = rounds_for(s, points)
                 s["rounds"] = T0s[key] * times
-                seconds, done = timed(s)
-                f = cost_model.run_factors(s)
-                f["T"] = done                       # a run that diverged stops early
-                points.append({"factors": f, "cpu_s": seconds})
+                points.append(point(s, *timed(s)))
             out["pairs"].append({"algorithm": spec["algorithm"]["name"], "warm_s": warm,
+                                 "warm_factors": dict(cost_model.run_factors(first), T=1),
                                  "points": points})
     return out
 
@@ -181,7 +211,8 @@ def fit(points: list[dict]) -> dict:
     """The coefficients (``cost_model.COEFFICIENTS``) of one pair from its calibration points
     ({"factors": T K B P R, "cpu_s"}): non-negative least squares on the features that the
     design varied (a feature proportional to another over the points is left at 0), each point
-    weighted by 1 / its CPU seconds (relative error)."""
+    weighted by 1 / its CPU seconds (relative error), those under cost_model.TARGET_S by
+    1 / TARGET_S (a probe of a few milliseconds is told to the clock's and the machine's noise)."""
     import numpy as np
     from scipy.optimize import nnls
 
@@ -193,12 +224,24 @@ def fit(points: list[dict]) -> dict:
         coef, *_ = np.linalg.lstsq(kept, X[:, j], rcond=None)
         if np.linalg.norm(kept @ coef - X[:, j]) > 1e-9 * max(np.linalg.norm(X[:, j]), 1.0):
             cols.append(j)
-    w = 1.0 / np.maximum(y, 1e-4)
+    w = 1.0 / np.maximum(y, cost_model.TARGET_S)
     coef, _ = nnls(X[:, cols] * w[:, None], y * w)
     out = dict.fromkeys(cost_model.COEFFICIENTS, 0.0)
     for j, c in zip(cols, coef):
         out[cost_model.COEFFICIENTS[j]] = float(c)
     return out
+
+
+def fit_error(points: list[dict], coefficients: dict) -> float:
+    """The largest |predicted - measured| / max(measured, TARGET_S) over ``points`` (``fit``'s
+    weights) of the run cost with ``coefficients``: near 0 when the features explain the
+    probes, large when a cost they lack (or noise) dominates one."""
+    worst = 0.0
+    for p in points:
+        x = cost_model.run_features(**p["factors"])
+        pred = sum(coefficients[k] * v for k, v in zip(cost_model.COEFFICIENTS, x))
+        worst = max(worst, abs(pred - p["cpu_s"]) / max(p["cpu_s"], cost_model.TARGET_S))
+    return worst
 
 
 def _job_env() -> dict:
@@ -294,7 +337,11 @@ def calibrate(config: dict, plan, data_dir=None, experiments=None, log=print,
             cpu = result["startup_s"] + result["load_first_s"] + result["load_next_s"]
             for i, (pair, spec) in enumerate(zip(result["pairs"], pairs.values())):
                 coef = fit(pair["points"])
-                f1 = dict(pair["points"][0]["factors"], T=1)
+                error = fit_error(pair["points"], coef)
+                if error > FIT_WARN:
+                    log(f"rfl calibrate: {name}/{pair['algorithm']}: the fit leaves {100 * error:.0f} % of "
+                        f"a probe's CPU unexplained (noise, or a cost the model's features lack)")
+                f1 = pair["warm_factors"]            # the warm-up run: the pair's spec, 1 round
                 one_round = sum(coef[k] * x for k, x in zip(cost_model.COEFFICIENTS,
                                                             cost_model.run_features(**f1)))
                 warmup = max(0.0, pair["warm_s"] - one_round)
@@ -304,7 +351,7 @@ def calibrate(config: dict, plan, data_dir=None, experiments=None, log=print,
                                        "algorithm": pair["algorithm"], "coefficients": coef,
                                        "variant": cost_model.variant(spec),
                                        "warmup_s": 0.0 if i == 0 else warmup,
-                                       "points": len(pair["points"])})
+                                       "points": len(pair["points"]), "fit_error": round(error, 4)})
                 cpu += pair["warm_s"] + sum(p["cpu_s"] for p in pair["points"])
             cpu_total += cpu
             log(f"rfl calibrate: {name}: {len(result['pairs'])} algorithm(s) and variant(s), {cpu:.1f} CPU-s")

@@ -637,6 +637,7 @@ def _cost_command(args) -> int:
     try:
         if args.command == "cost-check":          # the measurements first: a bad table stops early
             measured = cost_model.measured_jobs(args.perf_csv)
+            startups = cost_model.measured_startups(args.perf_csv)
         try:
             config = rflconfig.load(args.config)
         except UnicodeDecodeError:
@@ -664,7 +665,7 @@ def _cost_command(args) -> int:
         model = cost_model.read(model_path)
         estimates = {e: cost_model.job_estimate(specs, model)
                      for e, specs in cost_model.experiment_specs(plan.config).items()}
-        rows = cost_model.check_rows(estimates, measured)
+        rows = cost_model.check_rows(estimates, measured, startups)
         print(cost_model.check_table(rows, f"cost model {model_path} (commit {model['commit'][:10]}, "
                                            f"{model['machine']}) against {args.perf_csv}"), end="")
         return 0

@@ -9,21 +9,31 @@ costs, in CPU seconds,
            + sum over its (D, A) pairs of warmup[D, A]  an algorithm's first run, beyond first_run[D]
            + sum over its runs of run(spec)
 
-    run(spec) = run_s + run_replica_s R + T (round_s + replica_round_s R + step_s K P R
-                                             + sample_s K B P R)
+    run(spec) = run_s + run_replica_s R + T (round_s + replica_round_s R + agent_round_s P R
+                                             + step_s K P R + sample_s K B P R)
 
 with T the rounds, K the local steps, B the batch size, P the agents expected to take part
-(``participants``), R the replicas (1 without), and one set of coefficients per pair of dataset
-D (its problem and sizes) and algorithm A: the rounds' full-objective record (cost, gradient
-norm, distance to x* of every round, ``rfl.runner.execute``) is in round_s, a sample gradient in
-sample_s, a local step's retraction and transport in step_s, a replica's streams and metadata
-in run_replica_s.
+(``participants``; every agent of a decentralised strategy), R the replicas (1 without), and
+one set of coefficients per pair of dataset D (its problem and sizes) and algorithm A: the
+rounds' full-objective record (cost, gradient norm, distance to x* of every round,
+``rfl.runner.execute``) is in round_s, what each taking part pays once per round whatever K
+(its draws, its start and its upload, the server's aggregation or the graph's mixing of its
+point) in agent_round_s, a sample gradient in sample_s, a local step's retraction and
+transport in step_s, a replica's streams and metadata in run_replica_s. The consensus steps t
+of a decentralised strategy and its graph are no feature: ambient mixing multiplies by W^t,
+computed once per run (``rfl.algorithms.decentralised``), so its round costs the same at every
+t (dec_pca_t1 3.48 CPU-s, dec_pca_t10 3.38 in a quiet full run); the Frechet consensus takes a
+Log per nonzero off-diagonal entry of W^t (``rfl.algorithms.consensus``), which grows with t
+and the graph, but no config varies either within one of its pairs.
 
 The coefficients come from ``calibrate``: each pair of a config runs a few short runs at the
-dataset's own size (rounds chosen so that a run takes ~``TARGET_S``), with K, B and R varied,
-each in a fresh process per dataset so that start-up and loading are measured as a job pays
-them, in CPU time (``time.process_time``, not wall: the machine may be shared). The fit is a
-non-negative least squares per pair. The file (``MODEL_PATH``, or $RFL_COST_MODEL) names the
+dataset's own size (rounds chosen so that the rounds take ~``TARGET_S``, and at least half the
+run's fixed part), with K, B and R varied, each in a fresh process per dataset so that
+start-up and loading are measured as a job pays them, in CPU time (``time.process_time``, not
+wall: the machine may be shared). The fit is a non-negative least squares per pair; its
+largest residual over the probes (``fit_error``, relative, or over TARGET_S for a shorter
+probe) is stored beside the coefficients, since a cost the features lack shows there first.
+The file (``MODEL_PATH``, or $RFL_COST_MODEL) names the
 commit, the machine and the config it was measured on. A pair the file lacks is scaled from the
 same problem and algorithm at another size (by the data's bytes), else costed by the old rule
 of thumb (``FALLBACK_JOB_S`` + ``FALLBACK_SAMPLE_S`` per sample gradient); ``job_estimate``
@@ -38,12 +48,13 @@ import os
 from pathlib import Path
 
 FORMAT = "rfl-cost-model"
-VERSION = 1
+VERSION = 2
 #: the stored model (the one the dry run's estimate reads), unless $RFL_COST_MODEL names another
 MODEL_PATH = Path(__file__).with_name("cost_model.json")
 MODEL_ENV = "RFL_COST_MODEL"
 #: the per-run coefficients, in the order of ``run_features``
-COEFFICIENTS = ("run_s", "run_replica_s", "round_s", "replica_round_s", "step_s", "sample_s")
+COEFFICIENTS = ("run_s", "run_replica_s", "round_s", "replica_round_s", "agent_round_s", "step_s",
+                "sample_s")
 #: the rule of thumb for a pair the model lacks (the estimate before the model)
 FALLBACK_JOB_S = 1.0
 FALLBACK_SAMPLE_S = 1e-6
@@ -90,8 +101,8 @@ def run_factors(spec: dict) -> dict:
 
 def run_features(T, K, B, P, R) -> list[float]:
     """The run's features, one per coefficient of ``COEFFICIENTS``:
-    [1, R, T, T R, T K P R, T K B P R]."""
-    return [1.0, R, T, T * R, T * K * P * R, T * K * B * P * R]
+    [1, R, T, T R, T P R, T K P R, T K B P R]."""
+    return [1.0, R, T, T * R, T * P * R, T * K * P * R, T * K * B * P * R]
 
 
 def sample_gradients(spec: dict) -> float:
@@ -150,6 +161,8 @@ def validate(data, path="cost model") -> dict:
         for k in COEFFICIENTS:
             _number(path, f"{where}.coefficients.{k}", p["coefficients"].get(k))
         _number(path, f"{where}.warmup_s", p.get("warmup_s"))
+        if "fit_error" in p:
+            _number(path, f"{where}.fit_error", p["fit_error"])
         if not isinstance(p.get("variant", {}), dict):
             raise CostModelError(f"{path}: {where}.variant is not a mapping (geometry, weighted_objective, time)")
     return data
@@ -308,6 +321,9 @@ def experiment_specs(config: dict) -> dict[str, list[dict]]:
 # ---- the check against measured jobs -----------------------------------------------------------
 #: a job's estimate counts as right when estimate / measured lies within 1 -/+ this
 TOLERANCE = 0.25
+#: a job whose start-up took more than this times the run's median start-up ran on a busier
+#: machine (the same imports cost more CPU): the check counts those jobs apart
+BUSY_STARTUP = 1 + TOLERANCE
 
 
 def measured_jobs(perf_csv) -> dict[str, float]:
@@ -318,9 +334,20 @@ def measured_jobs(perf_csv) -> dict[str, float]:
             if r["scope"] == "experiment" and not math.isnan(r["cpu_s"])}
 
 
-def check_rows(estimates: dict[str, dict], measured: dict[str, float]) -> list[dict]:
+def measured_startups(perf_csv) -> dict[str, float]:
+    """{experiment: the CPU seconds its run job spent before its work began} of a
+    performance.csv (jobs without a record left out)."""
+    from rfl.reporting.performance import read_performance_csv
+    return {r["name"]: r["startup_s"] for r in read_performance_csv(perf_csv)
+            if r["scope"] == "experiment" and not math.isnan(r["startup_s"])}
+
+
+def check_rows(estimates: dict[str, dict], measured: dict[str, float],
+               startups: dict[str, float] | None = None) -> list[dict]:
     """One row per experiment with both an estimate and a measurement: experiment, estimate_s,
-    measured_s, ratio (estimate / measured), within (|ratio - 1| <= TOLERANCE), basis."""
+    measured_s, ratio (estimate / measured), within (|ratio - 1| <= TOLERANCE), basis, and
+    startup_x: the job's start-up over the median start-up of the rows' jobs (nan without)."""
+    import statistics
     rows = []
     for e, est in estimates.items():
         if e not in measured or measured[e] <= 0:
@@ -329,6 +356,11 @@ def check_rows(estimates: dict[str, dict], measured: dict[str, float]) -> list[d
         rows.append({"experiment": e, "estimate_s": est["cpu_s"], "measured_s": measured[e],
                      "ratio": ratio, "within": abs(ratio - 1) <= TOLERANCE + 1e-12,
                      "basis": est["basis"]})
+    known = [startups[r["experiment"]] for r in rows if startups and r["experiment"] in startups]
+    median = statistics.median(known) if known else math.nan
+    for r in rows:
+        value = (startups or {}).get(r["experiment"], math.nan)
+        r["startup_x"] = value / median if median > 0 else math.nan
     return rows
 
 
@@ -336,10 +368,19 @@ def check_table(rows: list[dict], model_line: str = "") -> str:
     """The check's text: a row per job, then the share within TOLERANCE and the totals."""
     width = max([len(r["experiment"]) for r in rows] + [len("experiment")])
     out = ([model_line] if model_line else []) + [
-        f"{'experiment':<{width}}  {'estimate_s':>10}  {'measured_s':>10}  {'ratio':>6}  within  basis"]
+        f"{'experiment':<{width}}  {'estimate_s':>10}  {'measured_s':>10}  {'ratio':>6}  within  "
+        f"startup_x  basis"]
     for r in rows:
+        x = r.get("startup_x", math.nan)
         out.append(f"{r['experiment']:<{width}}  {r['estimate_s']:10.2f}  {r['measured_s']:10.2f}  "
-                   f"{r['ratio']:6.2f}  {'yes' if r['within'] else 'no':<6}  {r['basis']}")
+                   f"{r['ratio']:6.2f}  {'yes' if r['within'] else 'no':<6}  "
+                   f"{'-' if math.isnan(x) else f'{x:.2f}':>9}  {r['basis']}")
+    busy = [r for r in rows if r.get("startup_x", math.nan) > BUSY_STARTUP]
+    if busy:
+        rest = [r for r in rows if r not in busy]
+        out.append(f"jobs whose start-up took over {BUSY_STARTUP}x the median (a busier machine then): "
+                   f"{sum(r['within'] for r in busy)} of {len(busy)} within {100 * TOLERANCE:.0f} %; "
+                   f"the other jobs: {sum(r['within'] for r in rest)} of {len(rest)}")
     n_in = sum(r["within"] for r in rows)
     est, meas = sum(r["estimate_s"] for r in rows), sum(r["measured_s"] for r in rows)
     share = n_in / len(rows) if rows else float("nan")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import csv
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -22,7 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 SMOKE = rflconfig.load(REPO / "config" / "smoke.yaml")
 CPESPH = {"d": 25, "nu": 1e-3, "S": 10, "N": 80}
 COEF = {"run_s": 0.02, "run_replica_s": 3e-4, "round_s": 1e-3, "replica_round_s": 2e-6,
-        "step_s": 5e-6, "sample_s": 7e-8}
+        "agent_round_s": 4e-5, "step_s": 5e-6, "sample_s": 7e-8}
 
 
 def _spec(rounds=150, K=10, B=64, participation=None, replicas=None, name="cpesph",
@@ -53,15 +54,15 @@ def test_a_run_costs_the_formula_of_its_rounds_steps_samples_and_replicas():
     # all agents (S = 10) take part; no replicas
     T, K, B, P, R = 150, 10, 64, 10, 1
     want = (c["run_s"] + c["run_replica_s"] * R
-            + T * (c["round_s"] + c["replica_round_s"] * R + c["step_s"] * K * P * R
-                   + c["sample_s"] * K * B * P * R))
+            + T * (c["round_s"] + c["replica_round_s"] * R + c["agent_round_s"] * P * R
+                   + c["step_s"] * K * P * R + c["sample_s"] * K * B * P * R))
     got, basis = cost_model.run_seconds(_spec(), _model())
     assert basis == "measured" and got == pytest.approx(want, rel=1e-12)
     # rho = 0.3 of 10 agents: 3 expected participants; 8 replicas
     T, K, B, P, R = 40, 5, 16, 3.0, 8
     want = (c["run_s"] + c["run_replica_s"] * R
-            + T * (c["round_s"] + c["replica_round_s"] * R + c["step_s"] * K * P * R
-                   + c["sample_s"] * K * B * P * R))
+            + T * (c["round_s"] + c["replica_round_s"] * R + c["agent_round_s"] * P * R
+                   + c["step_s"] * K * P * R + c["sample_s"] * K * B * P * R))
     spec = _spec(rounds=40, K=5, B=16, participation={"scheme": "bernoulli", "rho": 0.3,
                                                        "probabilities": None}, replicas=8)
     assert cost_model.run_seconds(spec, _model())[0] == pytest.approx(want, rel=1e-12)
@@ -72,7 +73,8 @@ def test_a_centralized_run_costs_its_rounds_only():
     spec["algorithm"] = {"name": "rlbfgs"}
     pair = dict(_model()["pairs"][0], algorithm="rlbfgs")
     c = COEF
-    want = c["run_s"] + c["run_replica_s"] + 30 * (c["round_s"] + c["replica_round_s"] + c["step_s"] + c["sample_s"])
+    want = c["run_s"] + c["run_replica_s"] + 30 * (c["round_s"] + c["replica_round_s"] + c["agent_round_s"]
+                                                   + c["step_s"] + c["sample_s"])
     assert cost_model.run_seconds(spec, _model(pairs=[pair]))[0] == pytest.approx(want, rel=1e-12)
 
 
@@ -97,8 +99,8 @@ def test_another_size_of_the_same_problem_is_scaled_by_its_data_bytes():
     got, basis = cost_model.run_seconds(spec, _model())
     c = {k: v * (4 if k in ("round_s", "replica_round_s", "sample_s") else 1) for k, v in COEF.items()}
     T, K, B, P = 150, 10, 64, 40
-    want = c["run_s"] + c["run_replica_s"] + T * (c["round_s"] + c["replica_round_s"] + c["step_s"] * K * P
-                                                   + c["sample_s"] * K * B * P)
+    want = c["run_s"] + c["run_replica_s"] + T * (c["round_s"] + c["replica_round_s"] + c["agent_round_s"] * P
+                                                   + c["step_s"] * K * P + c["sample_s"] * K * B * P)
     assert basis == "scaled" and got == pytest.approx(want, rel=1e-12)
 
 
@@ -112,27 +114,83 @@ def test_without_a_pair_the_rule_of_thumb_applies():
 
 # ---- the fit -------------------------------------------------------------------------------------
 def _measure(T, K, B, P, R, c=COEF):
+    """A run's CPU seconds written out from the module docstring of rfl.cost_model."""
     return (c["run_s"] + c["run_replica_s"] * R
-            + T * (c["round_s"] + c["replica_round_s"] * R + c["step_s"] * K * P * R + c["sample_s"] * K * B * P * R))
+            + T * (c["round_s"] + c["replica_round_s"] * R + c["agent_round_s"] * P * R
+                   + c["step_s"] * K * P * R + c["sample_s"] * K * B * P * R))
 
 
 def test_the_fit_recovers_the_coefficients_of_constructed_measurements():
     design = [(50, 10, 64, 10, 4), (150, 10, 64, 10, 4), (50, 20, 64, 10, 4), (50, 10, 16, 10, 4),
-              (150, 10, 64, 10, 1), (50, 10, 64, 10, 16)]
+              (150, 10, 64, 10, 1), (50, 10, 64, 10, 16), (50, 10, 64, 3, 4)]
     points = [{"factors": dict(zip("TKBPR", f)), "cpu_s": _measure(*f)} for f in design]
     got = calibrate.fit(points)
     assert got == pytest.approx(COEF, rel=1e-6)
+    assert calibrate.fit_error(points, got) < 1e-6
+
+
+@pytest.mark.parametrize("planted", ["agent_round_s", "replica_round_s", "run_replica_s"])
+def test_a_planted_per_agent_or_per_replica_cost_is_recovered_alone(planted):
+    # the costs the previous model lacked (a round's per-agent part, whatever K) or lost
+    # (replicas at the config's large R with few rounds): only that coefficient and run_s
+    # planted, in the shapes a calibration measures: participation 30 and 100 of 100 agents
+    # at K = 1 and 10; the replica experiments' R = 256 and 4096, each at two T
+    c = dict.fromkeys(COEF, 0.0)
+    c.update(run_s=0.01, **{planted: 2e-5})
+    design = ([(2, 1, 10, 100, 1), (8, 1, 10, 100, 1), (210, 1, 10, 100, 1), (630, 1, 10, 100, 1),
+               (19, 10, 10, 100, 1), (60, 1, 10, 30, 1), (180, 1, 10, 30, 1)] if planted == "agent_round_s" else
+              [(2, 2, 1, 2, 256), (128, 2, 1, 2, 256), (384, 2, 1, 2, 256), (2, 2, 1, 2, 4096),
+               (90, 2, 1, 2, 4096), (270, 2, 1, 2, 4096)])
+    points = [{"factors": dict(zip("TKBPR", f)), "cpu_s": _measure(*f, c=c)} for f in design]
+    got = calibrate.fit(points)
+    assert got == pytest.approx(c, rel=1e-6, abs=1e-12)
+
+
+def test_a_cost_the_features_lack_is_a_large_fit_error():
+    # a round whose cost grows with the round index (T^2 in all: no feature has it): the fit
+    # leaves more than FIT_WARN of some probe unexplained, and calibrate names the pair
+    design = [(2, 10, 64, 10, 1), (8, 10, 64, 10, 1), (50, 10, 64, 10, 1), (150, 10, 64, 10, 1),
+              (50, 20, 64, 10, 1), (600, 10, 16, 10, 1)]
+    points = [{"factors": dict(zip("TKBPR", f)), "cpu_s": _measure(*f) + 1e-5 * f[0] ** 2} for f in design]
+    got = calibrate.fit(points)
+    assert calibrate.fit_error(points, got) > calibrate.FIT_WARN
+    exact = [{"factors": p["factors"], "cpu_s": _measure(*f)} for p, f in zip(points, design)]
+    assert calibrate.fit_error(exact, calibrate.fit(exact)) < 1e-6
+
+
+def test_the_fit_error_of_a_probe_under_the_target_is_its_error_over_the_target():
+    # a 5 ms probe predicted at 8 ms: 3 ms over TARGET_S (the clock's and machine's noise
+    # there), not 60 %; a probe above the target: its relative error
+    coef = dict.fromkeys(COEF, 0.0)
+    coef["run_s"] = 0.008
+    small = {"factors": dict(zip("TKBPR", (2, 1, 1, 1, 1))), "cpu_s": 0.005}
+    assert calibrate.fit_error([small], coef) == pytest.approx(0.003 / cost_model.TARGET_S)
+    large = {"factors": dict(zip("TKBPR", (2, 1, 1, 1, 1))), "cpu_s": 4 * cost_model.TARGET_S}
+    assert calibrate.fit_error([large], coef) == pytest.approx(1 - 0.008 / (4 * cost_model.TARGET_S))
+
+
+def test_a_design_run_spends_its_rounds_on_the_target_or_half_the_fixed_part():
+    # 2 rounds cost c2 = fixed + 2 r, T rounds fixed + T r: T0 rounds cost TARGET_S when the
+    # fixed part is small, half the fixed part when that is more, ROUNDS_CAP_S at most
+    r = 2e-3
+    for fixed, want_s in ((0.01, cost_model.TARGET_S), (0.4, 0.2), (5.0, calibrate.ROUNDS_CAP_S)):
+        T0 = calibrate.first_rounds(fixed + 2 * r, 128, fixed + 128 * r)
+        assert T0 == pytest.approx(want_s / r, abs=1)
+    assert calibrate.first_rounds(0.01, 8, 0.5) == 3                   # at least 3 rounds
+    assert calibrate.first_rounds(0.01, 8, 0.01 + 6e-12) == calibrate.MAX_ROUNDS
 
 
 def test_the_fit_leaves_a_feature_the_design_did_not_vary_at_zero():
-    # no replicas: R = 1 throughout, so run_replica_s and replica_round_s cannot be told from
-    # run_s and round_s; the sums are recovered and the predictions of these shapes exact
+    # no replicas and every agent: R = 1 and P = 10 throughout, so run_replica_s,
+    # replica_round_s and agent_round_s cannot be told from run_s and round_s; the sums are
+    # recovered and the predictions of these shapes exact
     design = [(50, 10, 64, 10, 1), (150, 10, 64, 10, 1), (50, 20, 64, 10, 1), (50, 10, 16, 10, 1)]
     points = [{"factors": dict(zip("TKBPR", f)), "cpu_s": _measure(*f)} for f in design]
     got = calibrate.fit(points)
-    assert got["run_replica_s"] == 0 and got["replica_round_s"] == 0
+    assert got["run_replica_s"] == 0 and got["replica_round_s"] == 0 and got["agent_round_s"] == 0
     assert got["run_s"] == pytest.approx(COEF["run_s"] + COEF["run_replica_s"], rel=1e-6)
-    assert got["round_s"] == pytest.approx(COEF["round_s"] + COEF["replica_round_s"], rel=1e-6)
+    assert got["round_s"] == pytest.approx(COEF["round_s"] + COEF["replica_round_s"] + 10 * COEF["agent_round_s"],
+                                           rel=1e-6)
     new = (400, 30, 8, 10, 1)                       # a shape not measured
     spec = _spec(rounds=400, K=30, B=8)
     pair = dict(_model()["pairs"][0], coefficients=got)
@@ -145,9 +203,10 @@ def test_calibration_measures_the_smallest_and_largest_shape_of_a_pair_first():
     assert [s["K"] for s in shapes][:2] == [1, 1000]
     assert len(shapes) == calibrate.MAX_SHAPES and len({s["K"] for s in shapes}) == len(shapes)
     runs = calibrate.design(specs[0], shapes)
-    # the first shape three times (once at 3 T0), then each other shape once
+    # the first shape twice (once at 3 T0), then each other shape once (its T0 probes are
+    # its other measurements)
     assert [r["algorithm"]["K"] for r in runs] == [1, 1, 1000] + [s["K"] for s in shapes[2:]]
-    assert [r["_times"] for r in runs[:2]] == [1, 3]
+    assert [r["_times"] for r in runs] == [1, 3] + [1] * (len(shapes) - 1)
     one = calibrate.design(specs[0], calibrate.shapes_of([_spec(K=10, B=64, replicas=16)]))
     changed = [(r["algorithm"]["K"], r["algorithm"]["batch_size"], r["replicas"]) for r in one[2:]]
     # one shape: 2K, then 4B unless it exceeds the smallest agent's 80 samples (B / 4), then R / 4
@@ -163,6 +222,8 @@ def test_calibration_measures_the_smallest_and_largest_shape_of_a_pair_first():
     (lambda m: m["pairs"][0]["coefficients"].update(step_s=float("nan")), "pairs[0].coefficients.step_s"),
     (lambda m: m["pairs"][0]["coefficients"].update(per_hour=1.0), "per_hour"),
     (lambda m: m["datasets"][0].pop("load_next_s"), "datasets[0].load_next_s"),
+    (lambda m: m["pairs"][0]["coefficients"].pop("agent_round_s"), "pairs[0].coefficients.agent_round_s"),
+    (lambda m: m["pairs"][0].update(fit_error=-0.5), "pairs[0].fit_error"),
 ])
 def test_a_bad_model_file_is_one_line_naming_the_file_and_the_key(tmp_path, edit, says):
     model = copy.deepcopy(_model())
@@ -202,6 +263,18 @@ def test_check_rows_compare_estimate_and_measurement():
         ("a", pytest.approx(1.25), True), ("b", pytest.approx(1.26), False), ("c", pytest.approx(0.75), True)]
     text = cost_model.check_table(rows)
     assert "2 of 3 run jobs (67 %)" in text and "total estimate 32.6 s, measured 30.0 s" in text
+
+
+def test_check_rows_tell_jobs_that_started_on_a_busier_machine():
+    # start-ups 1, 1, 1.2 and 2 s: median 1.1; the 2-s job (1.82x) ran on a busier machine
+    estimates = {e: {"cpu_s": 10.0, "basis": "measured"} for e in "abcd"}
+    measured = {"a": 10.0, "b": 10.0, "c": 20.0, "d": 20.0}
+    rows = cost_model.check_rows(estimates, measured, {"a": 1.0, "b": 1.0, "c": 1.2, "d": 2.0})
+    assert [r["startup_x"] for r in rows] == pytest.approx([1 / 1.1, 1 / 1.1, 1.2 / 1.1, 2 / 1.1])
+    text = cost_model.check_table(rows)
+    assert "over 1.25x the median (a busier machine then): 0 of 1 within 25 %; the other jobs: 2 of 3" in text
+    assert all(math.isnan(r["startup_x"]) for r in cost_model.check_rows(estimates, measured))
+    assert "busier" not in cost_model.check_table(cost_model.check_rows(estimates, measured))
 
 
 def _perf_csv(path, measured: dict[str, float]):
