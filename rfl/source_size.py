@@ -25,18 +25,15 @@ import re
 import shlex
 from pathlib import Path
 
-#: the committed record of source-size verdicts (relative to the repository)
-RECORD = "records/source_size.json"
-#: the config the record's runs are subsets of
-PAPER = "config/paper.yaml"
+from rfl.reporting.source_size import (CURRENT, NOT_RUN, PAPER, RECORD, STALE, line, recorded,  # noqa: F401
+                                       seeds_text, verdict_text)
+
 #: what the record says about itself
 ABOUT = ("Verdicts of claims judged on runs of subsets of config/paper.yaml (the sources' sizes), "
          "written by `rfl source-size record`; do not edit. Each entry's `command` reruns it from "
          "this repository; `commits` are those of the code its runs ran at; `digest` is that of the "
          "claim's definition and its runs' specs in config/paper.yaml when recorded (the report calls "
          "the entry stale once they differ).")
-#: the states of a claims.json record's ``source_size``
-CURRENT, STALE, NOT_RUN = "current", "stale", "not run"
 #: the keys a claims.json record needs to be recorded
 RECORD_KEYS = ("id", "verdict", "margin", "experiments", "size")
 
@@ -180,7 +177,7 @@ def read_run(path, paper: dict) -> dict:
             raise SourceSizeError(f"{claims_path}: experiment {e} ran at commit {bad[0]} (not a clean "
                                   f"commit); allowed: runs of committed code")
         commits[e] = found
-        seeds[e] = len({m["seed"] for m in metas})
+        seeds[e] = len({s["seed"] for s in run_specs(config, [e])})
     md = claims_path.with_name("REPRODUCTION.md")
     written = re.search(r"^- written: (\S+)$", md.read_text(), re.M) if md.is_file() else None
     if written is None:
@@ -261,43 +258,3 @@ def annotate(results: list[dict], record: dict | None, paper: dict | None, toy: 
         r["source_size"] = {**{k: v for k, v in entry.items() if k != "results"},
                             "results": same or entry["results"],
                             "state": CURRENT if now == entry["digest"] else STALE}
-
-
-def seeds_text(entry: dict) -> str:
-    """"10 seeds" (the experiments' seeds, each value once)."""
-    n = list(dict.fromkeys(str(x["seeds"]) for x in entry["experiments"].values()))
-    return f"{', '.join(n)} seed{'s' if n != ['1'] else ''}"
-
-
-def verdict_text(entry: dict) -> str:
-    """The entry's verdict(s): "reproduced"; per setting "reproduced (setting a = 1); ...";
-    "stale (recorded: ...)"; "not run"."""
-    if entry["state"] == NOT_RUN:
-        return "not run"
-    v = recorded(entry)
-    return v if entry["state"] == CURRENT else f"stale (recorded: {v})"
-
-
-def recorded(entry: dict) -> str:
-    """The recorded verdict(s) of an entry, with their settings where there are several."""
-    res = entry["results"]
-    return "; ".join(x["verdict"] + (f" ({x['setting']})" if x.get("setting") and len(res) > 1 else "")
-                     for x in res)
-
-
-def line(entry: dict) -> str:
-    """One Markdown line on the claim's verdict at the source's size, for REPRODUCTION.md and
-    the claim pages."""
-    if entry["state"] == NOT_RUN:
-        return (f"**At the source's size: not run** (no record in `{RECORD}`; `rfl source-size subset` "
-                f"writes the subset of `{PAPER}` that runs its experiments, `rfl source-size record` "
-                f"records its verdict).")
-    commits = ", ".join(c[:10] for c in entry["commits"])
-    how = f"{seeds_text(entry)}; rfl {commits}, {entry['date']}"
-    margins = "; ".join(x["margin"] for x in entry["results"] if x.get("margin"))
-    if entry["state"] == STALE:
-        return (f"**At the source's size: stale.** A verdict was recorded ({recorded(entry)}; {how}), "
-                f"but the claim's definition or its experiments in `{PAPER}` have changed since: it is "
-                f"not current. Rerun: `{entry['command']}`, then `rfl source-size record`.")
-    return (f"**At the source's size: {verdict_text(entry)}** ({how}; `{PAPER}`: {entry['size']})."
-            + (f" Margin: {margins}." if margins else "") + f" Reproduce: `{entry['command']}`.")
