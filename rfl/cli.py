@@ -396,7 +396,8 @@ def build_parser(from_results: bool = False) -> argparse.ArgumentParser:
                    help="write the comparison here (Markdown) instead of printing it")
     p = command("source-size", "verdicts at the source's size: write a subset of config/paper.yaml "
                 "to run, and record its run's verdicts beside the default report's (rfl/source_size.py)")
-    actions = p.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    actions = p.add_subparsers(dest="action", required=True, parser_class=_Parser,
+                               help="subset: write the config to run; record: merge its verdicts")
     q = actions.add_parser("subset", help="write the config of some experiments of config/paper.yaml, "
                            "their datasets and figures, and the claims that read only them",
                            description="write the config of some experiments of config/paper.yaml")
