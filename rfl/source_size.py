@@ -70,8 +70,11 @@ def subset(raw: dict, config: dict, experiments: list[str], output_dir: str) -> 
 
 
 def command(configfile: str, output_dir: str, experiments: list[str]) -> str:
-    """The shell command that writes the subset config of ``experiments`` and runs it."""
+    """The shell command that writes the subset config of ``experiments`` and runs it (a run of
+    config/paper.yaml itself: the run alone)."""
     q = shlex.quote
+    if configfile == PAPER:
+        return f"snakemake --cores 2 --configfile {PAPER}"
     return (f"rfl source-size subset {' '.join(q(e) for e in experiments)} -o {q(configfile)} "
             f"--output-dir {q(output_dir)} && snakemake --cores 2 --configfile {q(configfile)}")
 
@@ -142,6 +145,10 @@ def read_run(path, paper: dict) -> dict:
                               f"allowed: {what}")
     declared = spec.get("claim_order") or list(config.get("claims", {}))
     missing = [c for c in declared if c not in {r["id"] for r in records}]
+    # a claim reading an experiment whose data were absent (rfl.workflow.absent_data) was not
+    # judged on all of its runs: left out of the record
+    absent = set(spec.get("skipped") or {})
+    declared = [c for c in declared if not any(set(r["experiments"]) & absent for r in records if r["id"] == c)]
     if missing:
         raise SourceSizeError(f"{claims_path}: half-written: no record of claim(s) {', '.join(missing)} "
                               f"its config declares; allowed: a complete {what}")
@@ -159,7 +166,7 @@ def read_run(path, paper: dict) -> dict:
     stamp = claims_path.stat().st_mtime
     commits: dict[str, list[str]] = {}
     seeds: dict[str, int] = {}
-    for e in dict.fromkeys(x for r in records for x in r["experiments"]):
+    for e in dict.fromkeys(x for r in records if r["id"] in declared for x in r["experiments"]):
         paths = (spec.get("runs") or {}).get(e) or []
         expected = len(run_specs(config, [e]))
         present = [root / p for p in paths if (root / p).is_file() and io.run_meta_path(root / p).is_file()]

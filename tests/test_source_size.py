@@ -448,3 +448,26 @@ def test_the_workflow_names_the_record_as_an_input_only_where_it_exists(tmp_path
     assert Plan(config, {}).source_size_inputs() == ["records/source_size.json", "config/paper.yaml"]
     assert Plan(config, {}).table_spec("reproduction")["source_size"] == {
         "record": "records/source_size.json", "paper": "config/paper.yaml"}
+
+
+def test_the_command_of_a_subset_writes_it_and_runs_it_and_that_of_config_paper_yaml_runs_it():
+    assert ss.command("config/paper_x.yaml", "paper_x/", ["e1", "e2"]) == (
+        "rfl source-size subset e1 e2 -o config/paper_x.yaml --output-dir paper_x/ "
+        "&& snakemake --cores 2 --configfile config/paper_x.yaml")
+    # never a subset written over config/paper.yaml
+    assert ss.command("config/paper.yaml", "paper/", ["e1"]) == "snakemake --cores 2 --configfile config/paper.yaml"
+
+
+def test_a_claim_whose_data_were_absent_is_left_out_of_the_record(paper_run, tmp_path):
+    root, _ = paper_run
+    run = _copy_run(root, tmp_path)
+    p = run / "results/specs/tables/reproduction.json"
+    spec = json.loads(p.read_text())
+    spec["skipped"] = {"dec_pca_t10": "skipped dec_pca_t10: data absent"}
+    p.write_text(json.dumps(spec))
+    (run / "paper_tables/claims.json").touch()
+    for f in (run / "results/runs/dec_pca_t10").iterdir():
+        f.unlink()
+    rec = tmp_path / "rec.json"
+    assert _record(root, run, rec) == 0
+    assert list(json.loads(rec.read_text())["claims"]) == ["dec_drgta_exact"]   # reads dec_pca_t1 only
