@@ -166,6 +166,7 @@ def read_run(path, paper: dict) -> dict:
     stamp = claims_path.stat().st_mtime
     commits: dict[str, list[str]] = {}
     seeds: dict[str, int] = {}
+    replicas: dict[str, int] = {}
     for e in dict.fromkeys(x for r in records if r["id"] in declared for x in r["experiments"]):
         paths = (spec.get("runs") or {}).get(e) or []
         expected = len(run_specs(config, [e]))
@@ -185,6 +186,7 @@ def read_run(path, paper: dict) -> dict:
                                   f"commit); allowed: runs of committed code")
         commits[e] = found
         seeds[e] = len({s["seed"] for s in run_specs(config, [e])})
+        replicas[e] = max(s.get("replicas", 1) for s in run_specs(config, [e]))
     md = claims_path.with_name("REPRODUCTION.md")
     written = re.search(r"^- written: (\S+)$", md.read_text(), re.M) if md.is_file() else None
     if written is None:
@@ -193,6 +195,7 @@ def read_run(path, paper: dict) -> dict:
     return {"claims": [r for r in records if r["id"] in declared], "config": config,
             "configfile": (spec.get("configfiles") or ["config/paper.yaml"])[0],
             "output_dir": config.get("output_dir") or "", "commits": commits, "seeds": seeds,
+            "replicas": replicas,
             "date": written.group(1)[:10]}
 
 
@@ -207,8 +210,9 @@ def entries(run: dict, paper: dict) -> dict[str, dict]:
             continue
         e = out.setdefault(r["id"], {
             "statement": r.get("statement", ""), "results": [],
-            "experiments": {x: {"seeds": run["seeds"][x],
-                                "runs": len(run_specs(run["config"], [x]))} for x in r["experiments"]},
+            "experiments": {x: {"seeds": run["seeds"][x], "runs": len(run_specs(run["config"], [x])),
+                                **({"replicas": run["replicas"][x]} if run["replicas"][x] > 1 else {})}
+                            for x in r["experiments"]},
             "size": r["size"],
             "commits": sorted({c for x in r["experiments"] for c in run["commits"][x]}),
             "date": run["date"], "command": cmd, "digest": digest(paper, r["id"], r["experiments"])})

@@ -471,3 +471,9 @@ def test_a_claim_whose_data_were_absent_is_left_out_of_the_record(paper_run, tmp
     rec = tmp_path / "rec.json"
     assert _record(root, run, rec) == 0
     assert list(json.loads(rec.read_text())["claims"]) == ["dec_drgta_exact"]   # reads dec_pca_t1 only
+
+
+def test_the_seeds_line_names_each_experiments_seeds_once_and_its_replicas():
+    entry = {"experiments": {"a": {"seeds": 1, "runs": 1, "replicas": 32768}, "b": {"seeds": 20, "runs": 20},
+                             "c": {"seeds": 20, "runs": 20}, "d": {"seeds": 1, "runs": 2}}}
+    assert ss.seeds_text(entry) == "1 seed x 32768 replicas, 20 seeds, 1 seed"

@@ -13,9 +13,12 @@ CURRENT, STALE, NOT_RUN = "current", "stale", "not run"
 
 
 def seeds_text(entry: dict) -> str:
-    """"10 seeds" (the experiments' seeds, each value once)."""
-    n = list(dict.fromkeys(str(x["seeds"]) for x in entry["experiments"].values()))
-    return f"{', '.join(n)} seed{'s' if n != ['1'] else ''}"
+    """"10 seeds" (the experiments' seeds, each value once); an experiment run on replicas
+    (independent chains per seed) as "1 seed x 32768 replicas"."""
+    n = list(dict.fromkeys(f"{x['seeds']} seed{'s' if x['seeds'] != 1 else ''}"
+                           + (f" x {x['replicas']} replicas" if x.get("replicas") else "")
+                           for x in entry["experiments"].values()))
+    return ", ".join(n)
 
 
 def verdict_text(entry: dict) -> str:
