@@ -52,6 +52,12 @@
                                                 run once; two results for one spec refused
     rfl compare A B [-o OUT.md]                 what changed between two result sets, per claim
                                                 (claims.json) and leaderboard cell
+    rfl source-size subset EXPERIMENT... -o OUT.yaml [--output-dir DIR]
+                                                the config of some experiments of config/paper.yaml
+                                                and the claims that read only them (rfl/source_size.py)
+    rfl source-size record RUN... [--record FILE]
+                                                a paper-size run's verdicts merged into
+                                                records/source_size.json (shown beside the default ones)
 The steps that read run tables (figure, table2, heterogeneity, sweep, lsa, reproduction,
 leaderboard) take ``--results TABLE.parquet``: the runs are then read from that results table (a merged one)
 instead of their files, which need not exist.
@@ -388,6 +394,27 @@ def build_parser(from_results: bool = False) -> argparse.ArgumentParser:
     p.add_argument("b", type=_existing_any, metavar="B", help="the same of the other result set")
     p.add_argument("-o", "--output", dest="out_md", default=None, metavar="OUT.md",
                    help="write the comparison here (Markdown) instead of printing it")
+    p = command("source-size", "verdicts at the source's size: write a subset of config/paper.yaml "
+                "to run, and record its run's verdicts beside the default report's (rfl/source_size.py)")
+    actions = p.add_subparsers(dest="action", required=True, parser_class=_Parser,
+                               help="subset: write the config to run; record: merge its verdicts")
+    q = actions.add_parser("subset", help="write the config of some experiments of config/paper.yaml, "
+                           "their datasets and figures, and the claims that read only them",
+                           description="write the config of some experiments of config/paper.yaml")
+    q.add_argument("experiments", nargs="+", metavar="EXPERIMENT", help="experiments of config/paper.yaml")
+    q.add_argument("-o", "--output", dest="out_yaml", required=True, metavar="OUT.yaml",
+                   help="the config written, e.g. config/paper_dec.yaml")
+    q.add_argument("--output-dir", default=None, metavar="DIR",
+                   help="its output_dir (default: OUT's name without .yaml, e.g. paper_dec/)")
+    q.add_argument("--paper", type=_existing, default="config/paper.yaml", help=argparse.SUPPRESS)
+    q = actions.add_parser("record", help="merge the verdicts of paper-size runs into the record",
+                           description="merge the verdicts of runs of subsets of config/paper.yaml "
+                           "(their claims.json) into the record the report shows beside its verdicts")
+    q.add_argument("runs", nargs="+", type=_existing_any, metavar="RUN",
+                   help="a run's output directory, its paper_tables/ or its claims.json")
+    q.add_argument("--record", default="records/source_size.json", metavar="FILE",
+                   help="the record written (default records/source_size.json)")
+    q.add_argument("--paper", type=_existing, default="config/paper.yaml", help=argparse.SUPPRESS)
     p = command("bench-table", "the README's leaderboard (the summary of a default rfl bench)")
     p.add_argument("leaderboard_md", type=_existing, help="leaderboard.md of rfl bench --size default")
     p.add_argument("--readme", type=_existing, metavar="README.md",
@@ -489,12 +516,13 @@ def _unknown_options(parser: argparse.ArgumentParser, argv: list[str]) -> str | 
     any argument's file is looked at, so the message names the option, not a file)."""
     choices = parser._subparsers._group_actions[0].choices
     known = set(parser._option_string_actions)
-    in_command = False
     for token in argv:
         if token == "--":
             return None
-        if not in_command and token in choices:
-            known, in_command = set(choices[token]._option_string_actions), True
+        if choices and token in choices:       # a command, then an action of it (source-size)
+            sub = choices[token]
+            known = set(sub._option_string_actions)
+            choices = sub._subparsers._group_actions[0].choices if sub._subparsers else None
             continue
         name = token.split("=", 1)[0]
         if (token.startswith("-") and token != "-" and name not in known
@@ -623,8 +651,43 @@ def _input_errors() -> tuple:
     from rfl.reporting.compare import CompareError
     from rfl.bench.plan import BenchError
     from rfl.batches import BatchError
+    from rfl.source_size import SourceSizeError
     return (ConfigError, RunTableError, YAMLError, RegistryError, ResultsError, CompareError, BenchError,
-            BatchError)
+            BatchError, SourceSizeError)
+
+
+def _source_size_command(args) -> int:
+    """rfl source-size subset and rfl source-size record (rfl/source_size.py)."""
+    import yaml
+
+    from rfl import config as rflconfig
+    from rfl import io
+    from rfl import source_size as ss
+
+    try:
+        paper = rflconfig.load(args.paper)
+    except rflconfig.ConfigError as exc:
+        raise SpecError(f"{args.paper}: {' '.join(str(exc).split())}") from None
+    if args.action == "subset":
+        out_dir = args.output_dir or Path(args.out_yaml).name.removesuffix(".yaml") + "/"
+        sub = ss.subset(io.read_yaml(args.paper), paper, args.experiments, out_dir)
+        rflconfig.validate(rflconfig.resolve_includes(json.loads(json.dumps(sub)), args.out_yaml))
+        with io.atomic_path(args.out_yaml) as tmp:
+            tmp.write_text(f"# {len(sub['experiments'])} experiments of {args.paper}, written by: rfl source-size "
+                           f"subset {' '.join(args.experiments)} -o {args.out_yaml} --output-dir {out_dir}\n"
+                           + yaml.safe_dump(sub, sort_keys=False))
+        print(f"{args.out_yaml}: {len(sub['experiments'])} experiments, {len(sub['claims'])} claims: "
+              + ", ".join(sub["claims"]))
+        return 0
+    new: dict = {}
+    for run in args.runs:                  # every run checked before the record is written
+        new.update(ss.entries(ss.read_run(run, paper), paper))
+    ss.merge(args.record, new)
+    for cid, entry in new.items():
+        print(f"{cid}: {ss.recorded(entry)} ({ss.seeds_text(entry)}, rfl "
+              f"{', '.join(c[:10] for c in entry['commits'])}, {entry['date']})")
+    print(f"{args.record}: {len(new)} claim(s) recorded")
+    return 0
 
 
 def _cost_command(args) -> int:
@@ -713,7 +776,7 @@ def _main(argv: list[str]) -> int:
             spec = None if args.command in ("validate", "list", "runs", "batch", "perf-table", "results", "merge",
                                             "calibrate", "cost-check",
                                             "bench-table", "bench", "bench-runs",
-                                            "compare") or (
+                                            "compare", "source-size") or (
                 args.command == "flower" and args.config) else read_spec(
                 args.spec, "run" if args.command == "flower" else args.command)
             if args.command in READS_RUNS:       # the runs from a results table: --results, or
@@ -934,6 +997,8 @@ def _main(argv: list[str]) -> int:
                     raise SpecError(f"{args.leaderboard_md}: {exc}" if isinstance(exc, ValueError) else str(exc)) from None
             elif args.command in ("calibrate", "cost-check"):
                 return _cost_command(args)
+            elif args.command == "source-size":
+                return _source_size_command(args)
             elif args.command == "perf-table":
                 from rfl.reporting import performance
                 try:

@@ -387,6 +387,15 @@ class Plan:
             out.append((str(page_path(md, name)), p["category"], p["subcategory"], labels))
         return out
 
+    def source_size_inputs(self) -> list[str]:
+        """The record of verdicts at the source's size and config/paper.yaml (rfl/source_size.py),
+        inputs of the reproduction step where the record is present (relative to the working
+        directory, the repository's root); none without it: the report then says nothing of
+        sources' sizes."""
+        from rfl.reporting.source_size import PAPER, RECORD
+
+        return [RECORD, PAPER] if os.path.isfile(RECORD) and os.path.isfile(PAPER) else []
+
     def performance_outputs(self) -> list[str]:
         return [self.path("paper_tables/performance.csv"), self.path("paper_tables/performance.md")]
 
@@ -488,6 +497,8 @@ class Plan:
                 "figure_order": list(self.figures), "source_order": list(self.config.get("sources", {})),
                 "skipped": self.skipped, "paper_only": self.paper_only,
                 **({"results": self.results_table} if self.results_table else {}),
+                **({"source_size": dict(zip(("record", "paper"), self.source_size_inputs()))}
+                   if self.source_size_inputs() else {}),
                 "runs": {e: self.run_tables(e) for e in self.experiments},
                 "tables": {"table1": self.path("paper_tables/table1_parameters.csv"),
                            "table2": self.path("paper_tables/table2_school_nmse.csv"),

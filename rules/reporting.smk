@@ -179,6 +179,7 @@ rule reproduction:
         runs=PLAN.run_inputs(PLAN.all_run_tables()),
         results=PLAN.results_input(),
         tables=PLAN.report_inputs(),
+        source_size=PLAN.source_size_inputs(),
     output:
         md=PLAN.path("paper_tables/REPRODUCTION.md"),
         html=report(PLAN.path("paper_tables/REPRODUCTION.html"), category=PLAN.category("Reproduction report")),

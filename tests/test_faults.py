@@ -762,6 +762,7 @@ COMMANDS = {      # positional arguments of each subcommand, with valid-looking 
     "results": ["{d}/o.parquet", "{d}/good.csv"],
     "merge": ["{d}/good.csv", "-o", "{d}/o.parquet"],
     "compare": ["{d}/empty.json", "{d}/list.json"],
+    "source-size": ["record", "{d}/empty.json", "--paper", "{SMOKE}"],
 }
 VARIADIC = {"data", "figure", "table2", "heterogeneity", "lsa", "performance", "sweep", "leaderboard"}
 
@@ -799,6 +800,11 @@ def _cases(d: Path):
         ("list", "unknown kind", ["list", "optimisers"]),
         ("list", "too many arguments", ["list", "algorithms", "extra"]),
         ("list", "unknown option", ["list", "--frobnicate"]),
+        ("source-size", "unknown action", ["source-size", "frobnicate"]),
+        ("source-size", "unknown experiment", ["source-size", "subset", "no_such_experiment", "-o",
+                                               str(d / "o.yaml"), "--paper", str(SMOKE)]),
+        ("source-size", "record not a claims.json", ["source-size", "record", str(d / "list.json"),
+                                                     "--paper", str(SMOKE)]),
         ("", "unknown command", ["frobnicate"]),
         ("", "option only", ["--frobnicate"]),
     ]

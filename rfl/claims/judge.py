@@ -216,6 +216,9 @@ def claim_lines(result: dict) -> list[str]:
                   f"{result['rule_text']}_", ""]
     if result["decide"]:
         lines += [f"What would decide it: {result['decide']}.", ""]
+    if result.get("source_size"):
+        from rfl.reporting.source_size import line
+        lines += [line(result["source_size"]), ""]
     if result.get("readings"):
         rd = result["readings"]
         lines += ["Readings of the source (" + rd["what"] + "): "

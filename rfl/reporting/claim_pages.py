@@ -195,6 +195,8 @@ def claim_html(claim: dict) -> str:
     parts.append(f"<p><b>Rule</b> <code>{_e(claim['rule'])}</code>: {md(claim.get('rule_text', ''))}</p>")
     if claim.get("decide"):
         parts.append(f"<p><b>What would decide it:</b> {md(claim['decide'])}.</p>")
+    if claim.get("source_size"):
+        parts.append(source_size_html(claim["source_size"]))
     if claim.get("readings"):
         rd = claim["readings"]
         parts.append(f"<p><b>Readings of the source</b> ({md(rd['what'])}): "
@@ -203,6 +205,18 @@ def claim_html(claim: dict) -> str:
     parts.append(f"<p><b>Size:</b> {md(claim.get('size', ''))}.</p>"
                  f"<p><b>Settings:</b> {md(claim.get('settings', ''))}.</p></section>")
     return "\n".join(p for p in parts if p)
+
+
+def source_size_html(entry: dict) -> str:
+    """A claim's verdict at the source's size (``rfl.source_size``) as a paragraph: a badge per
+    recorded verdict when current, a grey "stale" or "not run" one otherwise, then its line."""
+    from .source_size import CURRENT, line
+
+    if entry["state"] == CURRENT:
+        badges = "".join(badge(r["verdict"]) for r in entry["results"])
+    else:
+        badges = f'<span class="badge v-{slug(entry["state"])}" style="background:#eaeef2;color:#1f2328">{_e(entry["state"])}</span>'
+    return f'<p class="source-size">{badges}{inline_markdown(line(entry))}</p>'
 
 
 #: keys a config mapping shows first (a spec file's JSON sorts keys alphabetically)

@@ -78,6 +78,7 @@ def write_report(spec: dict, out_md) -> None:
 
     io.check_sampler_versions([p for paths in spec["runs"].values() for p in paths])
     results = judge_all(spec)
+    beside_source_size(spec, results)
     head = ["# Reproduction report", "",
             "Written by `rfl reproduction` from the result files of this workflow run; do not edit. "
             "Each claim of the papers is set against what was measured here, with the rule "
@@ -87,6 +88,21 @@ def write_report(spec: dict, out_md) -> None:
         tmp.write_text("\n".join(head + sections(results)) + "\n")
     with io.atomic_path(Path(out_md).with_name("claims.json")) as tmp:
         tmp.write_text(json.dumps(results, indent=1, default=_json_default) + "\n")
+
+
+def beside_source_size(spec: dict, results: list[dict]) -> None:
+    """Each judged claim with its verdict at the source's size (``rfl.source_size.annotate``)
+    where the spec names the record and config/paper.yaml (``source_size``); nothing without."""
+    from rfl import source_size
+
+    where = spec.get("source_size")
+    if not where:
+        return
+    from rfl import config as rflconfig
+
+    record = source_size.read_record(where["record"])
+    paper = rflconfig.load(where["paper"]) if record["claims"] else None
+    source_size.annotate(results, record, paper, toy=bool(spec["config"].get("toy_size")))
 
 
 def _json_default(v):

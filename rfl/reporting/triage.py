@@ -34,6 +34,14 @@ LEGEND = ("Sizes read ours/the paper's (\"S 20/200\": 20 agents where the paper 
           "claim's threshold, or what would decide it. Each claim links to its page, which has "
           "the evidence, the rule and the config of its runs.")
 
+#: what the summary says about its column of verdicts at the source's size
+SOURCE_SIZE_LEGEND = ("\"At the source's size\" is the verdict recorded for a run of a subset of "
+                      "config/paper.yaml (records/source_size.json; its claim page has the margin, "
+                      "seeds, commit and the command that reruns it): \"stale\" once the claim or its "
+                      "experiments in config/paper.yaml changed since, \"not run\" for an undecided "
+                      "claim that config/paper.yaml decides and that has no record. The verdict "
+                      "counted is the row's own.")
+
 _NUM = r"-?(?:inf|nan|\d+(?:\.\d*)?(?:e[+-]?\d+)?)"
 _REGION = re.compile(rf"claim (?:(?P<op><=|>=|<|>) (?P<bound>{_NUM})|in [\[(](?P<lo>{_NUM}), (?P<hi>{_NUM})[\])])")
 _INTERVAL = re.compile(rf"(?P<est>{_NUM}) \[(?P<lo>{_NUM}), (?P<hi>{_NUM})\]")
@@ -314,22 +322,41 @@ def statement(record: dict) -> str:
     return record["statement"] + (f" [setting {record['setting']}]" if record.get("setting") else "")
 
 
+def has_source_size(records: list[dict]) -> bool:
+    """Whether any record has a verdict at the source's size (``rfl.source_size``): the summary
+    then has a column for it."""
+    return any(r.get("source_size") for r in records)
+
+
+def source_size_cell(record: dict) -> str:
+    """The summary's "at the source's size" cell: the recorded verdict, "stale (recorded: ...)",
+    "not run", or "" (no record)."""
+    from .source_size import verdict_text
+
+    return verdict_text(record["source_size"]) if record.get("source_size") else ""
+
+
 def summary_lines(config: dict, records: list[dict]) -> list[str]:
     """REPRODUCTION.md's summary: the counts, the legend, then one table per group (figure or
-    section | claim, linked to its page | verdict | why | size, settings)."""
+    section | claim, linked to its page | verdict | why | size, settings; and the verdict at the
+    source's size where any claim has one, SOURCE_SIZE_LEGEND)."""
     gs = groups(config, records)
     n_measured = sum(r.get("verdict") is None for r in records)
+    beside = has_source_size(records)
     lines = counts_lines(gs) + [LEGEND + (f" {n_measured} measurement(s) judge nothing; they are on "
-                                          f"their pages and below." if n_measured else ""), ""]
+                                          f"their pages and below." if n_measured else "")
+                                + (f" {SOURCE_SIZE_LEGEND}" if beside else ""), ""]
+    extra = " at the source's size |" if beside else ""
     for g in (g for g in gs if g.rows):
-        lines += [f"### {g.title}", "", "| figure | claim | verdict | why | size, settings |",
-                  "|---|---|---|---|---|"]
+        lines += [f"### {g.title}", "", f"| figure | claim | verdict | why | size, settings |{extra}",
+                  "|---|---|---|---|---|" + ("---|" if beside else "")]
         last = None
         for r in g.rows:
             claim = _link_text(statement(r.record))
             claim = f"[{claim}]({r.page})" if r.page else claim
             lines.append(f"| {_md(r.figure) if r.figure != last else ''} | {claim} | {r.record['verdict']} "
-                         f"| {_md(r.reason)} | {_md(r.size)} |")
+                         f"| {_md(r.reason)} | {_md(r.size)} |"
+                         + (f" {_md(source_size_cell(r.record))} |" if beside else ""))
             last = r.figure
         lines.append("")
     return lines
@@ -393,12 +420,14 @@ def summary_html(config: dict, records: list[dict], menu: dict | None = None) ->
     total = {v: sum(g.counts()[v] for g in gs) for v in VERDICTS}
     body.append("<tr><th>all</th>" + "".join(f'<th class="n">{total[v]}</th>' for v in VERDICTS)
                 + f'<th class="n">{sum(len(g.rows) for g in gs)}</th></tr>')
+    beside = has_source_size(records)
     toy = ("<p><b>Toy size.</b> This config runs every experiment at toy size to exercise the "
            "workflow: its sizes decide nothing, so every claim is undecided.</p>" if config.get("toy_size") else "")
     parts = [f"<style>{SUMMARY_STYLE}</style>", '<div class="rfl-summary">',
              "<h2>Reproduction report: summary</h2>", toy,
              f'<table class="counts"><thead><tr><th>source</th>{head}<th>claims</th></tr></thead><tbody>',
-             *body, "</tbody></table>", f"<p>{_e(LEGEND)}</p>"]
+             *body, "</tbody></table>", f"<p>{_e(LEGEND)}" + (f" {_e(SOURCE_SIZE_LEGEND)}" if beside else "")
+             + "</p>"]
     for g in (g for g in gs if g.rows):
         rows, last = [], None
         for r in g.rows:
@@ -411,13 +440,31 @@ def summary_html(config: dict, records: list[dict], menu: dict | None = None) ->
             rows.append(f'<tr class="row" data-claim="{_e(r.record["id"])}">'
                         f"<td>{_e(r.figure) if r.figure != last else ''}</td><td>{text}</td>"
                         f"<td>{badge(r.record['verdict'])}</td><td>{_inline(r.reason)}</td>"
-                        f"<td>{_inline(r.size)}</td></tr>")
+                        f"<td>{_inline(r.size)}</td>"
+                        + (f'<td class="source-size">{_source_size_badges(r.record)}</td>' if beside else "")
+                        + "</tr>")
             last = r.figure
         parts += [f"<h3>{_e(g.title)}</h3>",
                   '<table class="claims"><thead><tr><th>figure</th><th>claim</th><th>verdict</th>'
-                  "<th>why</th><th>size, settings</th></tr></thead><tbody>", *rows, "</tbody></table>"]
+                  "<th>why</th><th>size, settings</th>" + ("<th>at the source's size</th>" if beside else "")
+                  + "</tr></thead><tbody>", *rows, "</tbody></table>"]
     parts.append("</div>")
     return "\n".join(p for p in parts if p)     # one row a line: docutils refuses lines over 10,000
+
+
+def _source_size_badges(record: dict) -> str:
+    """The summary's HTML cell of a verdict at the source's size: its badge(s) when current, the
+    cell's text otherwise ("stale (recorded: ...)", "not run"), "" without a record."""
+    from .source_size import CURRENT
+
+    from .claim_pages import badge
+
+    entry = record.get("source_size")
+    if not entry:
+        return ""
+    if entry["state"] == CURRENT:
+        return "".join(badge(x["verdict"]) for x in entry["results"])
+    return _e(source_size_cell(record))
 
 
 def _place(menu: dict, page: dict) -> tuple[str, str]:
