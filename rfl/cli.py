@@ -632,12 +632,19 @@ def _work_starts() -> None:
 
 def _print_cpu_record(wall0: float) -> None:
     """One line on stderr (the job's log; the workflow sets RFL_CPU_RECORD=1): this process's
-    user + system CPU seconds, those spent before the step's work began (start-up), and the
-    wall seconds since ``main`` was entered. rfl.reporting.performance reads it back."""
+    user + system CPU seconds, those spent before the step's work began (start-up), the
+    wall seconds since ``main`` was entered, and its peak resident memory (the kernel's
+    exact high-water mark, MiB; of its largest child if that is larger).
+    rfl.reporting.performance reads it back."""
+    import resource
+
     t = os.times()     # for the children (git); this process at full resolution, as _work_start
+    peak_kb = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,      # KiB on Linux
+                  resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
     record = {"cpu_s": round(time.process_time() + t.children_user + t.children_system, 4),
               "startup_s": None if _work_start is None else round(_work_start, 4),
-              "wall_s": round(time.perf_counter() - wall0, 4)}
+              "wall_s": round(time.perf_counter() - wall0, 4),
+              "max_rss_mb": round(peak_kb / 1024, 2)}
     print(f"{CPU_RECORD_PREFIX}{json.dumps(record)}", file=sys.stderr)
 
 

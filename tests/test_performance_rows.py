@@ -568,3 +568,32 @@ def test_keeping_no_asv_input_when_there_is_none_is_fine(tmp_path):
     perf.keep_readme_inputs(readme, perf_csv, None)                # the folder exists already
     assert (tmp_path / perf.README_INPUT).read_text() == perf_csv.read_text()
     assert not (tmp_path / perf.README_ASV_INPUT).exists()
+
+
+def test_a_jobs_own_peak_memory_wins_over_the_sampled_one(tmp_path):
+    """The CPU record's max_rss_mb (the kernel's exact high-water mark) is the job's peak; a log
+    without it (older rfl, or a job that is not rfl's) keeps Snakemake's sampled max_rss."""
+    b, logs = tmp_path / "results/benchmarks", tmp_path / "logs"
+    _bench(b / "data/ds/fixed.tsv", 2.0, 7, 1100.0)                 # sampled at the start: 7 MB
+    _log(logs / "data/ds/fixed.log", 1100.0, {"cpu_s": 1.5, "startup_s": 0.4, "wall_s": 1.9,
+                                              "max_rss_mb": 412.5})
+    _bench(b / "figures/f.tsv", 1.0, 90, 1101.0)
+    _log(logs / "figures/f.log", 1101.0, {"cpu_s": 0.5, "startup_s": 0.3, "wall_s": 0.9})
+    got = {r["job"]: r["max_rss_mb"] for r in perf.job_records(b, logs, tmp_path / "results/runs")}
+    assert got == {"data/ds/fixed": 412.5, "figures/f": 90.0}
+
+
+def test_the_cli_cpu_record_holds_the_processes_peak_memory(tmp_path):
+    """rfl's CPU record states the process's peak resident memory: at least the ~2 x 80 MB a
+    step allocated and touched (numpy's ones), in MiB."""
+    import subprocess
+    import sys
+    code = ("import numpy as np, sys\n"
+            "from rfl import cli\n"
+            "a = np.ones(10_000_000); b = np.ones(10_000_000)\n"
+            "cli._print_cpu_record(0.0)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": str(REPO)})
+    line = [x for x in out.stderr.splitlines() if x.startswith(CLI_PREFIX)][-1]
+    record = json.loads(line[len(CLI_PREFIX):])
+    assert 2 * 80_000_000 / 2 ** 20 <= record["max_rss_mb"] < 4096

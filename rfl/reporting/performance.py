@@ -115,7 +115,10 @@ def job_records(benchmarks_dir, logs_dir, runs_dir, files=None, exclude=("perfor
             "startup_s": cpu["startup_s"] if cpu and cpu.get("startup_s") is not None else math.nan,
             "rounds_s": (rounds_seconds(runs_dir, *parts[1:]) if experiment else math.nan),
             "wall_s": bench.get("s", math.nan),
-            "max_rss_mb": bench.get("max_rss", math.nan),
+            # the job's own peak (exact) where its log has one; Snakemake's record samples
+            # the job's memory every 30 s (Snakefile), so it can miss a short job's peak
+            "max_rss_mb": (cpu["max_rss_mb"] if cpu and cpu.get("max_rss_mb") is not None
+                           else bench.get("max_rss", math.nan)),
             "end": log.stat().st_mtime if log.is_file() else tsv.stat().st_mtime,
         })
     return out
