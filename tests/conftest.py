@@ -66,3 +66,18 @@ def least_squares():
     A = rng.standard_normal((S, Nmax, n))
     b = rng.standard_normal((S, Nmax))
     return LeastSquares(A, b, sizes)
+
+
+@pytest.fixture(scope="module")
+def task_identity():
+    """What a Flower ServerApp process has set when a strategy builds its messages (restored
+    after): for the tests that call a server strategy's hooks in this process."""
+    from flwr.supercore.task_identity import TaskIdentity
+
+    names = ("_run_id", "_node_id", "_task_id")
+    saved = {n: getattr(TaskIdentity, n) for n in names}
+    for n, value in zip(names, (1, 0, 1)):
+        setattr(TaskIdentity, n, value)
+    yield
+    for n, value in saved.items():
+        setattr(TaskIdentity, n, value)

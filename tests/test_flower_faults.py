@@ -46,7 +46,6 @@ pytest.importorskip("flwr", reason="Flower is not installed (pip install -e \".[
 
 from flwr.app import ConfigRecord, Error, Message, MessageType, Metadata, RecordDict
 from flwr.common.constant import SUPERLINK_NODE_ID
-from flwr.supercore.task_identity import TaskIdentity
 
 from rfl import runner
 from rfl.algorithms.sampling import AgentSampler
@@ -97,18 +96,6 @@ def problem(tmp_path_factory):
     npz = tmp_path_factory.mktemp("faults") / "cpesph.npz"
     runner.generate_data(DATASET, npz)
     return runner.load_problem(DATASET, npz, GEOMETRY)
-
-
-@pytest.fixture(scope="module")
-def task_identity():
-    """What a ServerApp process has set when a strategy builds its messages (restored after)."""
-    names = ("_run_id", "_node_id", "_task_id")
-    saved = {n: getattr(TaskIdentity, n) for n in names}
-    for n, value in zip(names, (1, 0, 1)):
-        setattr(TaskIdentity, n, value)
-    yield
-    for n, value in saved.items():
-        setattr(TaskIdentity, n, value)
 
 
 def spec_of(case):

@@ -37,7 +37,6 @@ from flwr.app import (  # noqa: E402
     MetricRecord,
     RecordDict,
 )
-from flwr.supercore.task_identity import TaskIdentity  # noqa: E402
 
 from rfl import io, runner  # noqa: E402
 from rfl.algorithms.aggregation import retract_weighted_stream, tangent_mean  # noqa: E402
@@ -56,18 +55,6 @@ GEOMETRY = {"retraction": "normalize", "transport": "parallel"}
 ALPHA, ROUNDS = 0.5, 3
 NODE0 = 100                       # node NODE0 + j serves agent j
 TIMEOUT = 7.5                     # the run's send_and_receive timeout, passed on as given
-
-
-@pytest.fixture(scope="module")
-def task_identity():
-    """What a ServerApp process has set when it builds messages (restored after)."""
-    names = ("_run_id", "_node_id", "_task_id")
-    saved = {n: getattr(TaskIdentity, n) for n in names}
-    for n, value in zip(names, (1, 0, 1)):
-        setattr(TaskIdentity, n, value)
-    yield
-    for n, value in saved.items():
-        setattr(TaskIdentity, n, value)
 
 
 @pytest.fixture(scope="module")

@@ -155,9 +155,9 @@ def test_no_import_circle_in_rfl():
 def test_no_module_outside_rfl_testing_imports_it():
     """Production code never imports the testing package, not even inside a function: what a
     run needs (e.g. the generated data files) lives with the code that runs it."""
-    def testing(m):
+    def in_testing(m):
         return m == TESTING or m.startswith(TESTING + ".")
 
-    found = sorted(f"{m} imports {', '.join(sorted(filter(testing, deps)))}"
-                   for m, deps in graph().items() if not testing(m) and any(map(testing, deps)))
+    found = sorted(f"{m} imports {', '.join(sorted(filter(in_testing, deps)))}"
+                   for m, deps in graph().items() if not in_testing(m) and any(map(in_testing, deps)))
     assert not found, "\n".join(found)
