@@ -209,7 +209,7 @@ def read_spec(path, command: str) -> dict:
 
 #: the subcommands only the workflow's rules (rules/*.smk) call: callable, but not listed by
 #: ``rfl --help`` (each still has its own ``rfl <command> --help``)
-INTERNAL = ("data", "runs", "batch", "fetch-school", "fetch-source", "table1", "table2", "heterogeneity", "sweep",
+INTERNAL = ("data", "datasets", "runs", "batch", "fetch-school", "fetch-source", "table1", "table2", "heterogeneity", "sweep",
             "lsa", "reproduction", "performance", "results", "bench-runs", "leaderboard")
 #: the steps that read run tables, and so take ``--results TABLE`` (read the runs from it)
 READS_RUNS = ("figure", "table2", "heterogeneity", "sweep", "lsa", "reproduction", "leaderboard")
@@ -271,6 +271,14 @@ def build_parser(from_results: bool = False) -> argparse.ArgumentParser:
     p.add_argument("--reference", metavar="REF.npz", default=None,
                    help="also compute x* and F(x*) of the new data (as rfl reference) in the same "
                         "process, written here")
+    p = command("datasets", "generate several instances of one dataset, each with its x* and "
+                "F(x*), in one process (aligned lists; as rfl data SPEC OUT RAW... --reference REF "
+                "for each)")
+    p.add_argument("--specs", nargs="+", type=_existing, required=True)
+    p.add_argument("--data", nargs="+", required=True, help="the datasets written (.npz)")
+    p.add_argument("--references", nargs="+", required=True, help="their x* and F(x*) written (.npz)")
+    p.add_argument("--raw", nargs="*", type=_existing, default=[],
+                   help="raw files the generator reads (the same for every instance)")
     p = command("reference", "compute x* and F(x*) of a dataset")
     p.add_argument("spec", type=_existing, help="a dataset's spec (JSON)")
     p.add_argument("data", type=_npz, help="the dataset (.npz) rfl data wrote")
@@ -538,11 +546,13 @@ _OUTPUT_NAMES = {
     "out_meta": ".json", "metas": ".json", "out_pdf": ".pdf", "figures": ".pdf",
     "out_csv": ".csv", "out_md": ".md", "out_parquet": ".parquet",
 }
-_OUTPUT_NAMES_BY_COMMAND = {("fetch-school", "out"): "ILEA567.DAT", ("fetch-source", "out"): None}
+_OUTPUT_NAMES_BY_COMMAND = {("fetch-school", "out"): "ILEA567.DAT", ("fetch-source", "out"): None,
+                            ("datasets", "data"): ".npz", ("datasets", "references"): ".npz"}
 
 #: per subcommand, the arguments that name files it writes, and the suffixes it writes beside them
 _OUTPUTS = {
-    "data": (("out", "reference"), ()), "reference": (("out",), ()),
+    "data": (("out", "reference"), ()), "datasets": (("data", "references"), ()),
+    "reference": (("out",), ()),
     "run": (("out_table", "out_meta"), ()), "flower": (("out_table", "out_meta"), ()), "runs": (("tables", "metas"), ()),
     "figure": (("out_pdf",), (".png",)), "fetch-school": (("out",), ()),
     "fetch-source": (("out",), ()),
@@ -579,7 +589,8 @@ def _output_error(path: str) -> str | None:
 def _name_error(command: str, name: str, value: str) -> str | None:
     """Why ``value`` is no name for output ``name`` of ``command`` (``_OUTPUT_NAMES``)."""
     want = _OUTPUT_NAMES_BY_COMMAND.get((command, name), _OUTPUT_NAMES.get(name))
-    arg = "--" + name if name in ("reference", "tables", "metas", "figures") else name.upper()
+    arg = ("--" + name if name in ("reference", "references", "tables", "metas", "figures")
+           or command == "datasets" else name.upper())
     if want is None:                           # fetch-source: checked against rfl/data/sources.py
         return None
     if want.startswith("."):
@@ -623,6 +634,23 @@ def main(argv: list[str] | None = None) -> int:
 # CPU seconds of the process when its step starts working (interpreter, imports and argument
 # checks done): what every job pays before it computes anything.
 _work_start: float | None = None
+
+
+def _check_raw(path, spec: dict, inputs, where: str = "with --raw") -> None:
+    """SpecError unless the params of the dataset ``spec`` are valid for its problem (its
+    ``params_schema``) and ``inputs`` are as many raw files as the problem reads (its
+    ``raw_inputs_for`` the params)."""
+    from rfl.config import params_errors
+    from rfl.registry import PROBLEMS
+
+    errors = params_errors(spec["problem"], spec["params"])
+    if errors:
+        raise SpecError(f"{path}: {errors[0].replace('config key ', 'key ', 1)}")
+    raw = PROBLEMS[spec["problem"]].raw_inputs_for(spec.get("params"))
+    if len(inputs) != len(raw):
+        raise SpecError(f"{path}: problem {spec['problem']!r} reads {len(raw)} raw file(s) "
+                        f"({', '.join(raw) or 'none'}), got {len(inputs)}; pass them {where}, "
+                        f"in that order")
 
 
 def _work_starts() -> None:
@@ -768,6 +796,11 @@ def _main(argv: list[str]) -> int:
         elif args.config is None or args.experiment is None or any(v is not None for v in one):
             parser.error("flower: --config and --experiment go together, without positional "
                          "arguments")
+    if args.command == "datasets":
+        lengths = {k: len(getattr(args, k)) for k in ("specs", "data", "references")}
+        if len(set(lengths.values())) != 1:
+            parser.error(f"datasets: --specs, --data and --references must have the same length, "
+                         f"got {lengths}")
     if args.command in ("runs", "bench-runs"):
         lengths = {k: len(getattr(args, k)) for k in ("specs", "data", "references", "tables", "metas")}
         if len(set(lengths.values())) != 1:
@@ -780,7 +813,11 @@ def _main(argv: list[str]) -> int:
         with contextlib.ExitStack() as stack:
             if args.command in ("runs", "bench-runs"):   # every spec checked before any run starts
                 specs = [read_spec(path, "run") for path in args.specs]
-            spec = None if args.command in ("validate", "list", "runs", "batch", "perf-table", "results", "merge",
+            if args.command == "datasets":               # every spec and raw file before any work
+                specs = [read_spec(path, "data") for path in args.specs]
+                for path, one in zip(args.specs, specs):
+                    _check_raw(path, one, args.raw)
+            spec = None if args.command in ("validate", "list", "datasets", "runs", "batch", "perf-table", "results", "merge",
                                             "calibrate", "cost-check",
                                             "bench-table", "bench", "bench-runs",
                                             "compare", "source-size") or (
@@ -821,18 +858,19 @@ def _main(argv: list[str]) -> int:
                     registries = [found]
                 print(list_components(registries), end="")
             elif args.command == "data":
-                from rfl.registry import PROBLEMS
                 from rfl.runner import generate_data
-                raw = PROBLEMS[spec["problem"]].raw_inputs_for(spec.get("params"))
-                if len(args.inputs) != len(raw):
-                    raise SpecError(f"{args.spec}: problem {spec['problem']!r} reads "
-                                    f"{len(raw)} raw file(s) ({', '.join(raw) or 'none'}), got "
-                                    f"{len(args.inputs)}; pass them after OUT.npz, in that order")
+                _check_raw(args.spec, spec, args.inputs, "after OUT.npz")
                 _work_starts()
                 generate_data(spec, args.out, args.inputs)
                 if args.reference is not None:
                     from rfl.runner import compute_reference
                     compute_reference(spec, args.out, args.reference)
+            elif args.command == "datasets":
+                from rfl.runner import compute_reference, generate_data
+                _work_starts()
+                for one, out, reference in zip(specs, args.data, args.references):
+                    generate_data(one, out, args.raw)
+                    compute_reference(one, out, reference)
             elif args.command == "reference":
                 from rfl.runner import compute_reference
                 _work_starts()

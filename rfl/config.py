@@ -152,13 +152,18 @@ def _component_errors(config: dict) -> list[str]:
     return []
 
 
+def params_errors(problem: str, params, prefix=("params",)) -> list[str]:
+    """``params`` against the ``params_schema`` of ``problem`` (registered): one line per
+    error, naming the key under ``prefix``."""
+    return [_describe(err, list(prefix))
+            for err in _Validator(PROBLEMS[problem].params_schema).iter_errors(params)]
+
+
 def _dataset_errors(config: dict, schema: dict) -> list[str]:
     """Each dataset's params against its problem's ``params_schema``, then its ``check_params``."""
     msgs = []
     for name, ds in config["datasets"].items():
-        sub = PROBLEMS[ds["problem"]].params_schema
-        for err in _Validator(sub).iter_errors(ds["params"]):
-            msgs.append(_describe(err, ["datasets", name, "params"]))
+        msgs += params_errors(ds["problem"], ds["params"], ["datasets", name, "params"])
     if msgs:
         return msgs
     msgs = _memory_errors(config)       # before check_params, which may draw a pilot sample

@@ -7,13 +7,18 @@ Every writer goes through a temporary file in the destination directory and
 from __future__ import annotations
 
 import contextlib
+import csv
 import json
+import math
 import os
 import secrets
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:                 # pandas is imported where a table is read or written as one:
+    import pandas as pd           # a run or data job never does (~0.3 CPU-s of start-up each)
 
 #: the columns every run table starts with, in this order (``rfl.runner.run`` writes them; a
 #: problem's ``metrics`` follow, then ``time`` for runs on a simulated clock)
@@ -199,13 +204,58 @@ def read_yaml(path):
     return parse_yaml(Path(path).read_text(), str(path))
 
 
+#: how a table's floats are written: full round-trip precision
+FLOAT_FORMAT = "%.17g"
+
+
 def write_table(path, df: pd.DataFrame) -> None:
     """Tidy CSV; floats are written with full round-trip precision."""
     with atomic_path(path) as tmp:
-        df.to_csv(tmp, index=False, float_format="%.17g")
+        df.to_csv(tmp, index=False, float_format=FLOAT_FORMAT)
+
+
+def _column_kind(values) -> str:
+    """The dtype pandas gives a column built from ``values`` (a DataFrame from dicts), as far as
+    ``to_csv`` writes it: "bool", "int", "float" (numbers with a float, NaN or None among
+    them) or "object"."""
+    present = [v for v in values if v is not None]
+    if present and all(isinstance(v, (bool, np.bool_)) for v in present):
+        return "bool" if len(present) == len(values) else "object"
+    if all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+           for v in present):
+        if present and len(present) == len(values) and all(isinstance(v, (int, np.integer)) for v in present):
+            return "int"
+        return "float"
+    return "object"
+
+
+def _cell(v, kind: str) -> str:
+    if v is None or (isinstance(v, (float, np.floating)) and math.isnan(v)):
+        return ""
+    if kind == "float":
+        return FLOAT_FORMAT % float(v)
+    if kind == "int":
+        return str(int(v))
+    if isinstance(v, (float, np.floating)):    # a float in a column of mixed types: str, as pandas
+        return repr(float(v))
+    return str(v)
+
+
+def write_rows(path, columns: list[str], rows: list[dict]) -> None:
+    """``rows`` (dicts; a missing key is empty) as the tidy CSV ``write_table`` writes of
+    ``pandas.DataFrame(rows, columns=columns)``, byte for byte, without pandas: a run job
+    writes its tables this way."""
+    cells = [[row.get(c) for row in rows] for c in columns]
+    text = [[_cell(v, kind) for v in col] for col, kind in zip(cells, map(_column_kind, cells))]
+    with atomic_path(path) as tmp, open(tmp, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh, lineterminator="\n")
+        writer.writerow(columns)
+        writer.writerows(zip(*text) if rows else [])
 
 
 def read_table(path) -> pd.DataFrame:
+    import pandas as pd
+
     return pd.read_csv(path)
 
 
@@ -306,6 +356,8 @@ class RunFiles:
 
     def read(self, path) -> tuple[pd.DataFrame, dict]:
         """(table, metadata) of the run table ``path``, unchecked."""
+        import pandas as pd
+
         path = Path(path)
         meta = read_run_meta(run_meta_path(path))
         try:
@@ -370,6 +422,8 @@ def check_run_table(table: pd.DataFrame, meta: dict, path) -> tuple[pd.DataFrame
     if n == 0:
         raise RunTableError(f"{path}: the run table has a header and no rows; rerun the run")
     numeric = [c for c in COLUMNS + extra if c != "status"]
+    import pandas as pd
+
     for col in numeric:
         if not pd.api.types.is_numeric_dtype(table[col]):
             raise RunTableError(f"{path}: column {col!r} holds non-numbers "

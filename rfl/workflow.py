@@ -402,12 +402,13 @@ class Plan:
     def jobs(self) -> list[str]:
         """The name of every job of the config (its log and benchmark record are
         logs/``name``.log and results/benchmarks/``name``.tsv), but the performance table's."""
-        used = {(r["dataset"]["name"], r["dataset"]["instance"]) for r in self.runs.values()}
-        datasets = [self.config["datasets"][name] for name in {name for name, _ in used}]
+        used = self.data_instances()
+        datasets = [self.config["datasets"][name] for name in used]
         raw = {name for ds in datasets for name in raw_inputs_of(ds["problem"], ds.get("params"))}
         names = ["school_raw"] if "school" in raw else []
         names += [f"anchors_raw/{SOURCES[name].subpath}" for name in sorted(raw) if name in SOURCES]
-        names += [f"data/{name}/{instance}" for name, instance in sorted(used)]
+        names += [f"data/{name}/{i}" if self.cluster else f"data/{name}"     # rules/data.smk
+                  for name, instances in used.items() for i in (instances if self.cluster else [0])]
         names += [f"runs/{e}" for e in self.experiments if any(k[0] == e for k in self.runs)]
         names += [f"figures/{f}" for f in self.figures]
         names += [t for t in ("table1", "table2") if t in self.tables]
@@ -420,9 +421,27 @@ class Plan:
         return [self.benchmark(name) for name in self.jobs()]
 
     # ---- job inputs (functions of a job's wildcards) ---------------------------------------
-    def raw_inputs(self, wildcards) -> list[str]:
-        """Raw files the data job of ``wildcards.dataset`` reads (its problem's raw_inputs)."""
-        ds = self.config["datasets"][wildcards.dataset]
+    def data_instances(self) -> dict[str, list[str]]:
+        """dataset -> the instances its runs use (sorted): one data job per dataset generates
+        them all, with their references, in one process (a second start-up per instance cost
+        more than most instances' work)."""
+        out: dict[str, list[str]] = {}
+        for name, instance in sorted({(r["dataset"]["name"], r["dataset"]["instance"])
+                                      for r in self.runs.values()}):
+            out.setdefault(name, []).append(instance)
+        return out
+
+    def data_files(self, dataset: str, kind: str) -> list[str]:
+        """The files of the data job of ``dataset``, one per instance (``data_instances``): kind
+        "specs" (inputs), "data" or "reference" (outputs)."""
+        instances = self.data_instances()[dataset]
+        if kind == "specs":
+            return [self.spec(f"datasets/{dataset}/{i}") for i in instances]
+        return [self.path(f"results/{kind}/{dataset}/{i}.npz") for i in instances]
+
+    def raw_inputs(self, dataset: str) -> list[str]:
+        """Raw files the data job of ``dataset`` reads (its problem's raw_inputs)."""
+        ds = self.config["datasets"][dataset]
         return [self.raw_files[name] for name in raw_inputs_of(ds["problem"], ds.get("params"))]
 
     def source_subpaths(self) -> str:
@@ -543,28 +562,29 @@ class Plan:
         size = problem_class(d["problem"]).memory_bytes(d["params"])
         return 0.0 if size is None else size / 2**20
 
-    def data_mem_mb(self, wildcards) -> int:
-        """4x the data, at least 1 GB (the data and reference job). On a cluster the largest of
-        the config's data jobs for every one (``_uniform``)."""
-        return self._uniform(self._data_mem_mb, wildcards.dataset)
+    def data_mem_mb(self, dataset: str) -> int:
+        """4x the data of one instance, at least 1 GB (the data job holds one instance at a
+        time). On a cluster the largest of the config's data jobs for every one (``_uniform``)."""
+        return self._uniform(self._data_mem_mb, dataset)
 
     def _data_mem_mb(self, dataset: str) -> int:
         return max(1000, math.ceil(4 * self.data_size_mb(dataset)))
 
-    def reference_runtime(self, wildcards) -> int:
-        """Minutes: 10 + the solver's budget (starts x iterations x ~5 passes over the data at
-        >= 200 MB/s); 10 for a closed-form x* (the problem's ``closed_form``: no solver runs; data
-        generation takes seconds). On a cluster the
-        largest of the config's data jobs for every one (``_uniform``), at most the time limit."""
-        minutes = self._uniform(self._reference_runtime, wildcards.dataset)
+    def reference_runtime(self, dataset: str, instances: int = 1) -> int:
+        """Minutes of a data job of ``dataset`` generating ``instances`` instances: 10 + per
+        instance the solver's budget (starts x iterations x ~5 passes over the data at
+        >= 200 MB/s); 10 for a closed-form x* (the problem's ``closed_form``: no solver runs;
+        data generation takes seconds). On a cluster the largest of the config's data jobs for
+        every one (``_uniform``), at most the time limit."""
+        minutes = self._uniform(lambda name: self._reference_runtime(name, instances), dataset)
         return min(minutes, self.cluster["time_limit_minutes"]) if self.cluster else minutes
 
-    def _reference_runtime(self, dataset: str) -> int:
+    def _reference_runtime(self, dataset: str, instances: int) -> int:
         if problem_class(self.config["datasets"][dataset]["problem"]).closed_form:
             return LIGHT["runtime"]              # x* in closed form: no solver runs
         ref = self.config["datasets"][dataset].get("reference", {})
         passes = ref.get("starts", 1) * ref.get("max_iterations", 1000) * 5
-        return 10 + math.ceil(passes * self.data_size_mb(dataset) / 200 / 60)
+        return 10 + math.ceil(instances * passes * self.data_size_mb(dataset) / 200 / 60)
 
     def _uniform(self, resource, dataset: str) -> int:
         """``resource(dataset)``; on a cluster its largest value over the datasets the runs use:

@@ -147,18 +147,15 @@ def test_batches_hold_every_run_file_once_and_change_no_other_spec(plans):
 
 
 def test_on_a_cluster_every_data_job_asks_what_the_largest_needs(plans):
-    from types import SimpleNamespace
     local, cluster = plans
     datasets = sorted({s["dataset"]["name"] for s in local.runs.values()})
-    mems = [local.data_mem_mb(SimpleNamespace(dataset=d)) for d in datasets]
+    mems = [local.data_mem_mb(d) for d in datasets]
     assert len(set(mems)) > 1                       # the smoke config's data jobs differ locally
-    assert {cluster.data_mem_mb(SimpleNamespace(dataset=d)) for d in datasets} == {max(mems)}
-    assert all(cluster.reference_runtime(SimpleNamespace(dataset=d)) <= 60 for d in datasets)
+    assert {cluster.data_mem_mb(d) for d in datasets} == {max(mems)}
+    assert all(cluster.reference_runtime(d) <= 60 for d in datasets)
 
 
 def test_a_closed_form_optimum_asks_no_solver_time(plans):
-    from types import SimpleNamespace
-
     from rfl.registry import PROBLEMS
     local, _ = plans
     # every problem declaring closed_form gives x* without a solver; those that do not, none
@@ -170,7 +167,7 @@ def test_a_closed_form_optimum_asks_no_solver_time(plans):
         _, problem = build(ProblemCase(cls, dict(cls.test_params)))
         assert (problem.closed_form_optimum() is not None) == cls.closed_form, name
     cifar = next(d for d, ds in SMOKE["datasets"].items() if ds["problem"] == "pca_stiefel_cifar10")
-    assert local.reference_runtime(SimpleNamespace(dataset=cifar)) == 10
+    assert local.reference_runtime(cifar) == 10
 
 
 # ---- the batch runner ------------------------------------------------------------------------
@@ -225,8 +222,14 @@ def test_the_slurm_profile_dry_run_shows_batches_and_the_local_one_does_not(tmp_
         rules = _rules(runs[name])
         batches = sorted(r for r in rules if r.startswith("run_"))
         assert batches and all(re.fullmatch(r"run_batch\d+", r) for r in batches)
-        # the other jobs are the local run's
-        assert sorted(r for r in rules if not r.startswith("run_")) == sorted(r for r in local if not r.startswith("run_"))
+        # the other jobs are the local run's, but the data jobs: one per instance (one SLURM
+        # array), where the local run has one per dataset, each generating all its instances
+        assert sorted(r for r in rules if not r.startswith(("run_", "data"))) \
+            == sorted(r for r in local if not r.startswith(("run_", "data")))
+        instances = Plan(SMOKE, PAPER).data_instances()      # (some skipped: data absent here)
+        datasets = [r[len("data_"):] for r in local if r.startswith("data")]
+        assert datasets and set(datasets) <= set(instances) and "data" not in local
+        assert rules.count("data") == sum(len(instances[d]) for d in datasets) > len(datasets)
         listed = re.findall(r"^  run_batch\d+: (\d+) experiments", runs[name], re.M)
         assert len(listed) == len(batches) and sum(map(int, listed)) == len(experiments)
     # the smoke config's estimate is far below the profile's 10-minute floor: one batch, on the

@@ -772,7 +772,7 @@ def _cases(d: Path):
     choices = cli.build_parser()._subparsers._group_actions[0].choices
     # `runs` and `bench-runs` take options, `list` no file, `bench` runs the benchmark without
     # arguments: cases below
-    covered = set(COMMANDS) | {"runs", "list", "bench", "bench-runs"}
+    covered = set(COMMANDS) | {"runs", "datasets", "list", "bench", "bench-runs"}
     assert set(choices) <= covered, f"subcommands without bad-argument cases: {set(choices) - covered}"
     commands = {c: a for c, a in COMMANDS.items() if c in choices}
     cases = []
@@ -837,6 +837,22 @@ def _cases(d: Path):
         ("runs", "unknown option", runs("empty.json", "data.npz", 1, "--frobnicate")),
     ] + [("runs", f"spec {spec}", runs(spec)) for spec in
          ("empty.json", "notjson.json", "list.json", "binary.json", "run_no_K.json", "run_bad_alg.json")]
+
+    def datasets(spec="data_bad_problem.json", n_out=1, *extra):
+        return ["datasets", "--specs", str(d / spec), "--data", *[str(d / f"o{i}.npz") for i in range(n_out)],
+                "--references", str(d / "r0.npz"), *extra]
+
+    cases += [
+        ("datasets", "no arguments", ["datasets"]),
+        ("datasets", "lists of different lengths", datasets("empty.json", 2)),
+        ("datasets", "missing spec", datasets("missing.json")),
+        ("datasets", "unknown option", datasets("empty.json", 1, "--frobnicate")),
+        ("datasets", "output not an npz", ["datasets", "--specs", str(d / "empty.json"), "--data",
+                                           str(d / "o.csv"), "--references", str(d / "r0.npz")]),
+        ("datasets", "raw file the problem does not read", datasets("school_dataset.json", 1, "--raw",
+                                                                    str(d / "empty.json"))),
+    ] + [("datasets", f"spec {spec}", datasets(spec)) for spec in
+         ("empty.json", "notjson.json", "list.json", "binary.json", "data_bad_problem.json", "data_no_seed.json")]
     out = str(d / "o.bench")
     cases += [
         ("bench", "unknown method", ["bench", "nosuch", "--out", out]),

@@ -533,9 +533,9 @@ def test_numba_keeps_its_in_tree_cache_when_the_package_is_writable(tmp_path):
     assert r.returncode == 0 and r.stdout.strip() == "True", r.stderr
 
 
-TOKENS = ["validate", "data", "reference", "run", "runs", "figure", "fetch-school", "table1",
+TOKENS = ["validate", "data", "datasets", "reference", "run", "runs", "figure", "fetch-school", "table1",
           "table2", "heterogeneity", "lsa", "reproduction", "--bogus", "--figures", "--specs",
-          "--data", "-x", "--", "{d}/missing.json", "{d}/empty.json", "{d}/list.json",
+          "--data", "--references", "--raw", "-x", "--", "{d}/missing.json", "{d}/empty.json", "{d}/list.json",
           "{d}/run.csv", "{d}/out.csv", "{d}/out.pdf", "{d}", "{d}/run.meta.json", "{SMOKE}", ""]
 
 
@@ -549,3 +549,56 @@ def test_fuzz_command_lines(good_run, tmp_path_factory, argv):
     status, err = _call([a.format(d=d, SMOKE=SMOKE) for a in argv])
     assert status in (0, 2), (argv, status, err)
     assert "Traceback" not in err
+
+
+# ---- rfl datasets: several instances of one dataset in one process -------------------------------
+def _instance_specs(tmp_path, dataset="cpesph_het", seeds=(0, 1)) -> list[Path]:
+    cfg = rflconfig.load(SMOKE)
+    cfg["datasets"][dataset]["resample"] = True         # one instance per seed
+    paths = []
+    for seed in seeds:
+        inst = rflconfig.instance_name(cfg["datasets"][dataset], seed)
+        p = tmp_path / f"{inst}.json"
+        p.write_text(json.dumps(rflconfig.dataset_spec(cfg, dataset, inst)))
+        paths.append(p)
+    return paths
+
+
+def test_datasets_writes_what_rfl_data_writes_for_each_instance(tmp_path):
+    specs = _instance_specs(tmp_path)
+    data = [tmp_path / f"d{i}.npz" for i in range(2)]
+    refs = [tmp_path / f"r{i}.npz" for i in range(2)]
+    status, err = _call(["datasets", "--specs", *specs, "--data", *data, "--references", *refs])
+    assert status == 0, err
+    for spec, d, r in zip(specs, data, refs):
+        status, err = _call(["data", spec, tmp_path / "one.npz", "--reference", tmp_path / "one_ref.npz"])
+        assert status == 0, err
+        for got, want in ((d, tmp_path / "one.npz"), (r, tmp_path / "one_ref.npz")):
+            a, b = io.read_arrays(got), io.read_arrays(want)
+            assert a.keys() == b.keys()
+            for k in set(a) - {"seconds"}:                   # the solver's wall time differs
+                np.testing.assert_array_equal(a[k], b[k], err_msg=f"{got}: {k}")
+    # the instances differ (each its own seed), so no file was written twice
+    assert not np.array_equal(io.read_arrays(data[0])["Z"], io.read_arrays(data[1])["Z"])
+
+
+def test_datasets_refuses_bad_input_before_writing_anything(tmp_path):
+    specs = _instance_specs(tmp_path)
+    data = [tmp_path / f"d{i}.npz" for i in range(2)]
+    refs = [tmp_path / f"r{i}.npz" for i in range(2)]
+    # lists of different lengths
+    _one_line(*_call(["datasets", "--specs", *specs, "--data", *data, "--references", refs[0]]),
+              "--specs, --data and --references must have the same length")
+    # a raw file the problem does not read
+    _one_line(*_call(["datasets", "--specs", *specs, "--data", *data, "--references", *refs,
+                      "--raw", specs[0]]), str(specs[0]), "reads 0 raw file(s)", "--raw")
+    # the second spec is broken: the first instance is not written either
+    bad = json.loads(specs[1].read_text())
+    bad["problem"] = "no_such_problem"
+    specs[1].write_text(json.dumps(bad))
+    _one_line(*_call(["datasets", "--specs", *specs, "--data", *data, "--references", *refs]),
+              str(specs[1]), "no_such_problem", "allowed:")
+    # an output that is no .npz
+    _one_line(*_call(["datasets", "--specs", specs[0], "--data", tmp_path / "d.csv",
+                      "--references", refs[0]]), "--data", ".npz")
+    assert not any(p.exists() for p in data + refs)

@@ -83,8 +83,12 @@ def test_every_job_has_a_benchmark_record_named_as_its_log(plan):
     assert "reproduction" in jobs and "figures/fig1a_cpesph_fixed" in jobs
     assert plan.job_benchmarks()[jobs.index("reproduction")] == ".smoke/results/benchmarks/reproduction.tsv"
     assert plan.log("reproduction") == ".smoke/logs/reproduction.log"
+    # locally one data job per dataset its runs use, generating every instance they use
     used = {(r["dataset"]["name"], r["dataset"]["instance"]) for r in plan.runs.values()}
-    assert {f"data/{d}/{i}" for d, i in used} == {j for j in jobs if j.startswith("data/")}
+    assert {f"data/{d}" for d, _ in used} == {j for j in jobs if j.startswith("data/")}
+    instances = plan.data_instances()
+    assert {(d, i) for d, ii in instances.items() for i in ii} == used
+    assert all(ii == sorted(ii) and len(set(ii)) == len(ii) for ii in instances.values())
     assert ".smoke/paper_tables/performance.csv" in plan.targets()
     spec = Plan(SMOKE, PAPER, [str(REPO / "config" / "smoke.yaml")]).table_spec("performance")
     assert spec == {"benchmarks": ".smoke/results/benchmarks", "logs": ".smoke/logs",
@@ -107,7 +111,7 @@ def test_raw_inputs_are_those_the_problem_declares(plan):
     for name, ds in SMOKE["datasets"].items():
         expected = ([".smoke/datasets/school/ILEA567.DAT"] if ds["problem"] == "school"
                     else [] if name in generated else anchors.get(ds["problem"], []))
-        assert plan.raw_inputs(_wc(dataset=name)) == expected, name
+        assert plan.raw_inputs(name) == expected, name
     # the loaders' generated datasets read no pinned file: none is fetched for them
     assert {SMOKE["datasets"][n]["problem"] for n in generated} == {
         "pca_stiefel_cifar10", "cfmspd_pathmnist", "lrmc_movielens"}
@@ -198,22 +202,24 @@ def test_data_and_reference_resources_scale_with_the_data():
     cfg["datasets"]["cpesph"]["params"].update(S=1000, N=1000, d=99)   # 8e8 B = 762.94 MB
     big = Plan(cfg, PAPER)
     assert big.data_size_mb("cpesph") == pytest.approx(8e8 / 2**20)
-    assert big.data_mem_mb(_wc(dataset="cpesph")) == 3052               # ceil(4 x 762.94)
+    assert big.data_mem_mb("cpesph") == 3052               # ceil(4 x 762.94)
     cfg["datasets"]["cpesph"]["params"].update(S=10, N=100, d=99)      # 0.76 MB: the 1 GB floor
-    assert Plan(cfg, PAPER).data_mem_mb(_wc(dataset="cpesph")) == 1000
+    assert Plan(cfg, PAPER).data_mem_mb("cpesph") == 1000
     # minutes: 10 + starts x iterations x 5 passes over the data at 200 MB/s (a solver's x*:
     # the Frechet mean on SPD)
     cfg["datasets"]["cfmspd"]["reference"] = {"starts": 2, "max_iterations": 300, "tolerance": 1e-8}
     cfg["datasets"]["cfmspd"]["params"].update(S=100, N=200, d=10)     # S N d^2 x 8 B = 16e6 B = 15.26 MB
     size = 16e6 / 2**20
     expected = 10 + math.ceil(2 * 300 * 5 * size / 200 / 60)
-    assert expected == 14 and Plan(cfg, PAPER).reference_runtime(_wc(dataset="cfmspd")) == expected
+    assert expected == 14 and Plan(cfg, PAPER).reference_runtime("cfmspd") == expected
+    # a job of 3 instances (locally one data job per dataset): the solver's budget 3 times
+    assert Plan(cfg, PAPER).reference_runtime("cfmspd", 3) == 10 + math.ceil(3 * 2 * 300 * 5 * size / 200 / 60)
     # no reference settings at all: 1 start x 1000 iterations
     del cfg["datasets"]["cfmspd"]["reference"]
-    assert Plan(cfg, PAPER).reference_runtime(_wc(dataset="cfmspd")) == 10 + math.ceil(5000 * size / 12000)
+    assert Plan(cfg, PAPER).reference_runtime("cfmspd") == 10 + math.ceil(5000 * size / 12000)
     # x* in closed form (CPESph's leading eigenvector): no solver, whatever its reference settings
     cfg["datasets"]["cpesph"]["reference"] = {"starts": 2, "max_iterations": 300, "tolerance": 1e-8}
-    assert Plan(cfg, PAPER).reference_runtime(_wc(dataset="cpesph")) == 10
+    assert Plan(cfg, PAPER).reference_runtime("cpesph") == 10
 
 
 def test_run_resources_count_the_sample_gradients_of_the_job(plan, tmp_path):

@@ -3,8 +3,9 @@
 Reads result files only:
   * Snakemake's benchmark record of every job, ``results/benchmarks/<job>.tsv`` (wall seconds
     ``s``, peak resident memory ``max_rss`` in MB), where ``<job>`` is the name of the job's
-    log, ``logs/<job>.log``: ``runs/<experiment>/<setting>``, ``data/<dataset>/<instance>``,
-    ``figures/<figure>``, ``table1``, ... (rfl.workflow.Plan.benchmark);
+    log, ``logs/<job>.log``: ``runs/<experiment>``, ``data/<dataset>`` (on a cluster
+    ``data/<dataset>/<instance>``), ``figures/<figure>``, ``table1``, ...
+    (rfl.workflow.Plan.benchmark);
   * the last line of that log, the record the ``rfl`` process writes when it exits
     (rfl.cli, ``RFL_CPU_RECORD=1``): its exact user + system CPU seconds and the CPU seconds
     it had spent when the step's work began (interpreter start-up, imports, argument checks);
