@@ -554,6 +554,34 @@ class Plan:
             specs[self.spec(f"batches/batch{k}")] = self.batch_spec(k)
         return specs
 
+    # ---- priorities: the longest work first (Snakemake's ``priority``) -------------------------
+    # Snakemake's scheduler starts the ready jobs of highest priority first (without a priority,
+    # those with the largest inputs), and a rule's priority does not pass on to the jobs it
+    # waits for. So each job's priority is the estimated CPU seconds of the longest chain of
+    # run work it starts (a run job: its own estimate; a data job: the largest of the run jobs
+    # reading it; a download: above every other): long run jobs start first and short ones fill
+    # the cores at the end (longest-processing-time-first list scheduling), instead of a long
+    # School chain starting last and running alone.
+    def run_priority(self, experiment: str) -> int:
+        """The run job's estimated CPU seconds (``run_cpu_seconds``), rounded up."""
+        return math.ceil(self.run_cpu_seconds(experiment))
+
+    @functools.cached_property
+    def _data_priorities(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for e in self.run_experiments():
+            for d in {spec["dataset"]["name"] for spec in self.run_specs(e)}:
+                out[d] = max(out.get(d, 0), self.run_priority(e) + 1)
+        return out
+
+    def data_priority(self, dataset: str) -> int:
+        """Above the highest priority of the run jobs that read ``dataset``."""
+        return self._data_priorities.get(dataset, 1)
+
+    def fetch_priority(self) -> int:
+        """Above every data job: the downloads (seconds) come first."""
+        return max(self._data_priorities.values(), default=0) + 1
+
     # ---- resources -------------------------------------------------------------------------
     def data_size_mb(self, dataset: str) -> float:
         """MB of the arrays of ``dataset`` (its problem's ``memory_bytes``; 0 if not estimated):

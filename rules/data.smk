@@ -12,6 +12,7 @@ rule school_raw:
     benchmark:
         PLAN.benchmark("school_raw"),
     threads: 1
+    priority: PLAN.fetch_priority()
     resources:
         **LIGHT,
     conda:
@@ -42,6 +43,7 @@ if not PLAN.cluster:
             benchmark:
                 PLAN.benchmark(f"data/{_dataset}"),
             threads: 1
+            priority: PLAN.data_priority(_dataset)
             resources:
                 mem_mb=PLAN.data_mem_mb(_dataset),
                 runtime=PLAN.reference_runtime(_dataset, len(_instances)),
@@ -89,6 +91,7 @@ rule anchors_raw:
     benchmark:
         PLAN.benchmark("anchors_raw/{subpath}"),
     threads: 1
+    priority: PLAN.fetch_priority()
     resources:
         **LIGHT,
     conda:

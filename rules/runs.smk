@@ -28,6 +28,7 @@ if not PLAN.cluster:
             benchmark:
                 PLAN.benchmark(f"runs/{_experiment}"),
             threads: 1
+            priority: PLAN.run_priority(_experiment)
             resources:
                 **PLAN.run_resources(_experiment),
             conda:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -22,7 +23,7 @@ from rfl.testing.run_files import write_run
 from rfl.workflow import LIGHT, PIN, Plan, alternatives, pinned, raw_inputs_of
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _workflow import copy_workflow  # noqa: E402
+from _workflow import WORKFLOW, copy_workflow  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = shutil.which("snakemake")
@@ -356,3 +357,39 @@ def test_cpu_estimate_counts_the_expected_participants(plan):
     hours = [float(line.split()[1]) for line in text[1:-1]]
     assert float(text[-1].split()[-1]) == pytest.approx(sum(hours), abs=1e-3 * len(hours))
     assert [line.split()[0] for line in text[1:-1]] == list(dict.fromkeys(e for e, _ in plan.runs))
+
+
+def test_longest_work_goes_first(plan):
+    """Priorities (Snakemake's, which do not pass on to the jobs a job waits for): a run job's
+    is its estimate; a data job's is above every run job reading it; a download's above all."""
+    experiments = plan.run_experiments()
+    for e in experiments:
+        assert plan.run_priority(e) == math.ceil(plan.run_cpu_seconds(e)) >= 1
+    readers: dict[str, list[str]] = {}
+    for e in experiments:
+        for d in {s["dataset"]["name"] for s in plan.run_specs(e)}:
+            readers.setdefault(d, []).append(e)
+    assert set(readers) == set(plan.data_instances())
+    for d, es in readers.items():
+        assert plan.data_priority(d) == max(plan.run_priority(e) for e in es) + 1
+    assert plan.fetch_priority() == max(plan.data_priority(d) for d in readers) + 1
+    # the estimates differ, so the order is the estimates' (not the config's)
+    assert len({plan.run_priority(e) for e in experiments}) > 1
+
+
+def test_the_dry_run_shows_the_priorities(tmp_path):
+    """The rules pass them to Snakemake: a run job's priority in the dry run is the plan's."""
+    snakemake = shutil.which("snakemake")
+    if snakemake is None:
+        pytest.skip("snakemake")
+    copy_workflow(tmp_path, (*WORKFLOW, "profiles"))
+    r = subprocess.run([snakemake, "-n", "--cores", "2", "--configfile", "config/smoke.yaml"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, RFL_OFFLINE="1"))
+    assert r.returncode == 0, r.stderr[-2000:]
+    jobs = dict(re.findall(r"^rule (\w+):\n(?:    .*\n)*?    priority: (\d+)$", r.stdout, re.M))
+    plan = Plan(SMOKE, PAPER)
+    runs = {name[len("run_"):]: int(p) for name, p in jobs.items() if name.startswith("run_")}
+    assert runs and all(plan.run_priority(e) == p for e, p in runs.items())
+    data = {name[len("data_"):]: int(p) for name, p in jobs.items() if name.startswith("data_")}
+    assert data and all(plan.data_priority(d) == p for d, p in data.items())
