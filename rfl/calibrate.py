@@ -190,6 +190,10 @@ def probe(request: dict) -> dict:
                     break
             return first_rounds(c2, T, cT)
 
+        if request.get("warm_only"):       # ``calibrate``'s first pass: compile, measure nothing
+            for spec in specs:
+                timed(_design_spec(spec, 1, 1, 1, 1))
+            return out
         for spec, shapes in zip(specs, request["shapes"]):
             first = _design_spec(spec, 1, 1, 1, 1)
             warm, _ = timed(first)
@@ -316,9 +320,20 @@ def calibrate(config: dict, plan, data_dir=None, experiments=None, log=print,
             requests[name] = {"data_npz": str(npz), "specs": list(pairs.values()),
                               "shapes": [shapes_of(pair_specs[key]) for key in pairs]}
 
-        def probe_process(name):
-            return subprocess.run([sys.executable, "-c", _PROBE], input=json.dumps(requests[name]),
+        def probe_process(name, warm_only=False):
+            request = dict(requests[name], warm_only=True) if warm_only else requests[name]
+            return subprocess.run([sys.executable, "-c", _PROBE], input=json.dumps(request),
                                   capture_output=True, text=True, check=False, env=_job_env())
+        # First every pair's one-round run, unmeasured: numba compiles the kernels they use into
+        # its cache (a fresh checkout has none). The first pair's first round on a dataset then
+        # measures loading the cache, as a run job does, not compiling: in a workflow only the
+        # first job to use a kernel compiles it (5-7 CPU-s for CPESph's or School's kernels),
+        # and without this pass CPESph's first_run_s was 6.6 s, which every CPESph job was
+        # then estimated to pay (4-5x over on the short ones).
+        for name in requests:
+            r = probe_process(name, warm_only=True)
+            if r.returncode != 0:
+                raise RuntimeError(f"calibration of dataset {name!r} failed: {r.stderr.strip()[-2000:]}")
         # ``jobs`` probes at once: the contention of a run with as many cores (snakemake --cores)
         from concurrent.futures import ThreadPoolExecutor
         with ThreadPoolExecutor(max_workers=max(1, int(jobs))) as pool:

@@ -559,9 +559,12 @@ class Plan:
     # those with the largest inputs), and a rule's priority does not pass on to the jobs it
     # waits for. So each job's priority is the estimated CPU seconds of the longest chain of
     # run work it starts (a run job: its own estimate; a data job: the largest of the run jobs
-    # reading it; a download: above every other): long run jobs start first and short ones fill
-    # the cores at the end (longest-processing-time-first list scheduling), instead of a long
-    # School chain starting last and running alone.
+    # reading it): long run jobs start first and short ones fill the cores at the end
+    # (longest-processing-time-first list scheduling), instead of a long School chain starting
+    # last and running alone. Downloads and the steps that draw or tabulate finished runs (a
+    # few seconds each) go before all: at every scheduling pass Snakemake stats every input of
+    # every ready job, and figures left waiting behind the run jobs (hundreds of run tables
+    # each) took its own CPU from 106 to 289 CPU-s in a full run.
     def run_priority(self, experiment: str) -> int:
         """The run job's estimated CPU seconds (``run_cpu_seconds``), rounded up."""
         return math.ceil(self.run_cpu_seconds(experiment))
@@ -578,8 +581,8 @@ class Plan:
         """Above the highest priority of the run jobs that read ``dataset``."""
         return self._data_priorities.get(dataset, 1)
 
-    def fetch_priority(self) -> int:
-        """Above every data job: the downloads (seconds) come first."""
+    def top_priority(self) -> int:
+        """Above every data and run job: downloads, figures and tables."""
         return max(self._data_priorities.values(), default=0) + 1
 
     # ---- resources -------------------------------------------------------------------------

@@ -12,7 +12,7 @@ rule school_raw:
     benchmark:
         PLAN.benchmark("school_raw"),
     threads: 1
-    priority: PLAN.fetch_priority()
+    priority: PLAN.top_priority()
     resources:
         **LIGHT,
     conda:
@@ -91,7 +91,7 @@ rule anchors_raw:
     benchmark:
         PLAN.benchmark("anchors_raw/{subpath}"),
     threads: 1
-    priority: PLAN.fetch_priority()
+    priority: PLAN.top_priority()
     resources:
         **LIGHT,
     conda:

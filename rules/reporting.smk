@@ -16,6 +16,7 @@ rule figure:
     benchmark:
         PLAN.benchmark("figures/{figure}"),
     threads: 1
+    priority: PLAN.top_priority()
     resources:
         **LIGHT,
     conda:
@@ -61,6 +62,7 @@ rule table2:
     benchmark:
         PLAN.benchmark("table2"),
     threads: 1
+    priority: PLAN.top_priority()
     resources:
         **LIGHT,
     conda:
@@ -85,6 +87,7 @@ rule heterogeneity:
     benchmark:
         PLAN.benchmark("heterogeneity"),
     threads: 1
+    priority: PLAN.top_priority()
     resources:
         **LIGHT,
     conda:
@@ -110,6 +113,7 @@ rule sweep:
     benchmark:
         PLAN.benchmark("sweeps/{experiment}"),
     threads: 1
+    priority: PLAN.top_priority()
     resources:
         **LIGHT,
     conda:
@@ -134,6 +138,7 @@ rule lsa:
     benchmark:
         PLAN.benchmark("lsa"),
     threads: 1
+    priority: PLAN.top_priority()
     resources:
         **LIGHT,
     conda:

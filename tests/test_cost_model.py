@@ -213,6 +213,56 @@ def test_calibration_measures_the_smallest_and_largest_shape_of_a_pair_first():
     assert changed == [(20, 64, 16), (10, 16, 16), (10, 64, 4)]
 
 
+def test_calibration_compiles_every_pair_before_it_measures_any(tmp_path, monkeypatch):
+    """A first pass runs each dataset's pairs unmeasured (numba's cache filled), then the
+    measured probes; a warm-only probe runs one round of each pair and measures nothing."""
+    from rfl.workflow import Plan
+    cfg = copy.deepcopy(SMOKE)
+    experiments = ["cpesph_fixed", "cfmspd_fixed"]
+    plan = Plan(cfg, {})
+    calls = []
+
+    def fake_run(cmd, input, **kw):                      # noqa: A002
+        request = json.loads(input)
+        calls.append((request["specs"][0]["dataset"]["name"], bool(request.get("warm_only"))))
+        if request.get("warm_only"):
+            return subprocess.CompletedProcess(cmd, 0, stdout="{}\n", stderr="")
+        pairs = [{"algorithm": s["algorithm"]["name"], "warm_s": 0.5,
+                  "warm_factors": dict(cost_model.run_factors(s), T=1),
+                  "points": [{"factors": dict(cost_model.run_factors(s), T=t), "cpu_s": 0.1 + 0.01 * t}
+                             for t in (2, 8, 32)]} for s in request["specs"]]
+        out = {"startup_s": 0.3, "load_first_s": 0.01, "load_next_s": 0.001, "pairs": pairs}
+        return subprocess.CompletedProcess(cmd, 0, stdout=json.dumps(out) + "\n", stderr="")
+
+    from types import SimpleNamespace
+    monkeypatch.setattr(calibrate, "subprocess", SimpleNamespace(run=fake_run))
+    model = calibrate.calibrate(cfg, plan, experiments=experiments, log=lambda *a: None, jobs=2)
+    datasets = sorted({d for d, _ in calls})
+    assert datasets == sorted({cfg["experiments"][e]["dataset"] for e in experiments})
+    warm = [d for d, w in calls if w]
+    assert sorted(warm) == datasets and calls[:len(datasets)] == [(d, True) for d in warm]
+    assert sorted(d for d, w in calls if not w) == datasets
+    assert {d["name"] for d in model["datasets"]} == set(datasets)
+
+
+def test_a_warm_only_probe_runs_one_round_of_each_pair_and_measures_nothing(tmp_path, monkeypatch):
+    from rfl import runner
+    spec = next(s for s in rflconfig.expand_runs(SMOKE) if s["experiment"] == "cpesph_fixed")
+    data = tmp_path / "d.npz"
+    runner.generate_data(spec["dataset"], data)
+    rounds = []
+    real = runner.run
+
+    def counted(s, *a, **kw):
+        rounds.append(s["rounds"])
+        return real(s, *a, **kw)
+
+    monkeypatch.setattr(runner, "run", counted)
+    out = calibrate.probe({"data_npz": str(data), "specs": [spec, dict(spec, algorithm=dict(spec["algorithm"], name="rfedavg"))],
+                           "shapes": [[], []], "warm_only": True})
+    assert rounds == [1, 1] and out["pairs"] == []
+
+
 # ---- the model file ------------------------------------------------------------------------------
 @pytest.mark.parametrize("edit, says", [
     (lambda m: m.update(format="other"), "not a cost model"),

@@ -361,7 +361,8 @@ def test_cpu_estimate_counts_the_expected_participants(plan):
 
 def test_longest_work_goes_first(plan):
     """Priorities (Snakemake's, which do not pass on to the jobs a job waits for): a run job's
-    is its estimate; a data job's is above every run job reading it; a download's above all."""
+    is its estimate; a data job's is above every run job reading it; downloads, figures and
+    tables above all."""
     experiments = plan.run_experiments()
     for e in experiments:
         assert plan.run_priority(e) == math.ceil(plan.run_cpu_seconds(e)) >= 1
@@ -372,7 +373,7 @@ def test_longest_work_goes_first(plan):
     assert set(readers) == set(plan.data_instances())
     for d, es in readers.items():
         assert plan.data_priority(d) == max(plan.run_priority(e) for e in es) + 1
-    assert plan.fetch_priority() == max(plan.data_priority(d) for d in readers) + 1
+    assert plan.top_priority() == max(plan.data_priority(d) for d in readers) + 1
     # the estimates differ, so the order is the estimates' (not the config's)
     assert len({plan.run_priority(e) for e in experiments}) > 1
 
@@ -393,3 +394,5 @@ def test_the_dry_run_shows_the_priorities(tmp_path):
     assert runs and all(plan.run_priority(e) == p for e, p in runs.items())
     data = {name[len("data_"):]: int(p) for name, p in jobs.items() if name.startswith("data_")}
     assert data and all(plan.data_priority(d) == p for d, p in data.items())
+    for name in ("figure", "table2", "sweep", "lsa", "school_raw"):
+        assert int(jobs[name]) == plan.top_priority(), name
