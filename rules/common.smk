@@ -8,20 +8,13 @@ from snakemake.utils import validate
 from rfl import config as rflconfig
 from rfl import io
 from rfl.batches import BatchError, cluster_settings
+from rfl.snakemake_tuning import tune as tune_snakemake
 from rfl.workflow import LIGHT, Plan, absent_data, alternatives, is_dry_run, pinned, skip_lines
 
-# Snakemake's benchmark records (every job's `benchmark:`) sample the job's process tree twice a
-# second for its first 15 s, then every 30 s; each sample reads /proc/<pid>/smaps_rollup of every
-# process of the tree, in Snakemake's own process. With ~300 short jobs that was about half of
-# Snakemake's CPU time in a full run (a py-spy profile of the smoke run: 49 % of its active
-# samples). Sampled every 30 s from the start instead: the record's wall time `s` is measured,
-# not sampled; the peak memory the reports use is the job's own exact high-water mark, which
-# every rfl job prints with its CPU record (rfl.cli, rfl.reporting.performance).
-try:
-    import snakemake.benchmark as _benchmark
-    _benchmark.BENCHMARK_INTERVAL_SHORT = _benchmark.BENCHMARK_INTERVAL
-except (ImportError, AttributeError):           # another Snakemake: its own sampling, no harm
-    pass
+# Two habits of Snakemake's own process that cost the full run minutes of CPU beside the jobs:
+# benchmark sampling twice a second, and asking the size of every input of every ready job at
+# every scheduling pass (rfl/snakemake_tuning.py says what changes and why).
+tune_snakemake()
 
 
 # Snakemake's YAML reader keeps the last of two equal keys; read the config files again with
