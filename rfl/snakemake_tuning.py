@@ -37,13 +37,14 @@ def known_sizes_first(update):
     yet (absent from ``self._input_sizes``, or None: the file did not exist when asked): it
     passes on the jobs with such an input, and is not called when there is none."""
     async def update_input_sizes(self, jobs):
+        """Snakemake's, asked only for the jobs with an input of unknown size."""
         known = self._input_sizes
         unknown = [job for job in jobs if any(known.get(f) is None for f in job.input)]
         if unknown:              # (none: nothing to ask, and no pruning of the known sizes)
             await update(self, unknown)
 
-    update_input_sizes.__doc__ = known_sizes_first.__doc__
     update_input_sizes.rfl_tuned = True
+    update_input_sizes.rfl_original = update
     return update_input_sizes
 
 

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -63,24 +61,39 @@ def test_a_file_absent_when_asked_is_asked_again():
     assert sched.asked == ["late.csv", "late.csv"] and sched._input_sizes == {"late.csv": 5}
 
 
-def test_tune_changes_this_snakemake_once():
+def test_tune_changes_this_snakemake_once(monkeypatch):
     pytest.importorskip("snakemake")
-    code = ("from rfl import snakemake_tuning as t\n"
-            "from snakemake import benchmark as b\n"
-            "from snakemake.scheduling.job_scheduler import JobScheduler as J\n"
-            "first = J.update_input_sizes\n"
-            "print(t.tune(), t.tune(), b.BENCHMARK_INTERVAL_SHORT == b.BENCHMARK_INTERVAL,\n"
-            "      J.update_input_sizes is not first, getattr(J.update_input_sizes, 'rfl_tuned', False))\n"
-            "once = J.update_input_sizes\n"
-            "t.tune()\n"
-            "print(J.update_input_sizes is once)")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                       cwd=REPO)
-    assert r.returncode == 0, r.stderr
-    lines = r.stdout.splitlines()
-    both = ["benchmark sampling", "input sizes"]
-    assert lines[0] == f"{both} {both} True True True"
-    assert lines[1] == "True"                         # a second tune wraps nothing again
+    from snakemake import benchmark
+    from snakemake.scheduling.job_scheduler import JobScheduler
+    original = getattr(JobScheduler.update_input_sizes, "rfl_original", JobScheduler.update_input_sizes)
+    # each change undone when the test ends (monkeypatch restores what it set)
+    monkeypatch.setattr(JobScheduler, "update_input_sizes", original)
+    monkeypatch.setattr(benchmark, "BENCHMARK_INTERVAL_SHORT", 0.5)
+    assert benchmark.BENCHMARK_INTERVAL != 0.5
+    assert snakemake_tuning.tune() == ["benchmark sampling", "input sizes"]
+    assert benchmark.BENCHMARK_INTERVAL_SHORT == benchmark.BENCHMARK_INTERVAL
+    tuned = JobScheduler.update_input_sizes
+    assert tuned is not original and tuned.rfl_tuned and tuned.rfl_original is original
+    assert snakemake_tuning.tune() == ["benchmark sampling", "input sizes"]
+    assert JobScheduler.update_input_sizes is tuned            # a second tune wraps nothing again
+    # the tuned method asks Snakemake's own for the jobs with an unknown size only
+    sched = _Scheduler()
+    monkeypatch.setattr(JobScheduler, "update_input_sizes", _Scheduler.update_input_sizes)
+    assert snakemake_tuning.tune() == ["benchmark sampling", "input sizes"]
+    asyncio.run(JobScheduler.update_input_sizes(sched, [_job("a.csv")]))
+    asyncio.run(JobScheduler.update_input_sizes(sched, [_job("a.csv")]))
+    assert sched.asked == ["a.csv"]
+
+
+def test_another_snakemake_is_left_as_it_is(monkeypatch):
+    """Without what a change alters (another version), tune skips it and says so."""
+    pytest.importorskip("snakemake")
+    from snakemake import benchmark
+    from snakemake.scheduling.job_scheduler import JobScheduler
+    monkeypatch.delattr(benchmark, "BENCHMARK_INTERVAL")
+    monkeypatch.delattr(JobScheduler, "update_input_sizes")
+    assert snakemake_tuning.tune() == []
+    assert not hasattr(JobScheduler, "update_input_sizes")
 
 
 def test_the_workflow_tunes_snakemake():
