@@ -250,7 +250,7 @@ def write_rows(path, columns: list[str], rows: list[dict]) -> None:
     with atomic_path(path) as tmp, open(tmp, "w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh, lineterminator="\n")
         writer.writerow(columns)
-        writer.writerows(zip(*text) if rows else [])
+        writer.writerows(zip(*text))
 
 
 def read_table(path) -> pd.DataFrame:

@@ -73,7 +73,7 @@ TESTS = {
     "schema": ["test_sweeps.py"],
     "simtime": ["test_partbias_runner.py"],
     "snakemake_tuning": ["test_snakemake_tuning.py"],
-    "io": ["test_io_rows.py", "test_io_yaml.py", "test_runner.py"],
+    "io": ["test_io_rows.py", "test_io_yaml.py", "test_runner.py", "test_sampling_versions.py"],
 }
 #: tests left out: those that start ``rfl`` or ``snakemake`` as subprocesses (they import the
 #: installed rfl, not the mutant, and their timing-dependent checks fail in mutmut's copy)
