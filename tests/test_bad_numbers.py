@@ -313,6 +313,9 @@ def _output_cases(d: Path):
         ("reference", "OUT", ["reference", spec, npz, d / "o.csv"]),
         ("run", "OUT_TABLE", ["run", spec, npz, npz, d / "o.txt", d / "o.meta.json"]),
         ("run", "OUT_META", ["run", spec, npz, npz, d / "o.csv", d / "o.meta.txt"]),
+        ("datasets", "--data", ["datasets", "--specs", spec, "--data", d / "o.txt", "--references", d / "o.npz"]),
+        ("datasets", "--references", ["datasets", "--specs", spec, "--data", d / "o.npz",
+                                      "--references", d / "o.csv"]),
         ("runs", "--tables", ["runs", "--specs", spec, "--data", npz, "--references", npz,
                               "--tables", d / "o.txt", "--metas", d / "o.meta.json"]),
         ("runs", "--metas", ["runs", "--specs", spec, "--data", npz, "--references", npz,
@@ -346,7 +349,8 @@ def test_every_output_argument_of_every_subcommand_is_covered(tmp_path):
         if command in ("flower", "fetch-source"):   # flower: as run; fetch-source: sources.py
             continue
         for name in names:
-            arg = "--" + name if name in ("reference", "tables", "metas", "figures") else name.upper()
+            arg = ("--" + name if name in ("reference", "tables", "metas", "figures") or command == "datasets"
+                   else name.upper())
             assert (command, arg) in covered, (command, arg)
 
 
