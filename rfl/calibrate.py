@@ -322,8 +322,11 @@ def calibrate(config: dict, plan, data_dir=None, experiments=None, log=print,
 
         def probe_process(name, warm_only=False):
             request = dict(requests[name], warm_only=True) if warm_only else requests[name]
-            return subprocess.run([sys.executable, "-c", _PROBE], input=json.dumps(request),
-                                  capture_output=True, text=True, check=False, env=_job_env())
+            r = subprocess.run([sys.executable, "-c", _PROBE], input=json.dumps(request),
+                               capture_output=True, text=True, check=False, env=_job_env())
+            if r.returncode != 0:
+                raise RuntimeError(f"calibration of dataset {name!r} failed: {r.stderr.strip()[-2000:]}")
+            return r
         # First every pair's one-round run, unmeasured: numba compiles the kernels they use into
         # its cache (a fresh checkout has none). The first pair's first round on a dataset then
         # measures loading the cache, as a run job does, not compiling: in a workflow only the
@@ -331,9 +334,7 @@ def calibrate(config: dict, plan, data_dir=None, experiments=None, log=print,
         # and without this pass CPESph's first_run_s was 6.6 s, which every CPESph job was
         # then estimated to pay (4-5x over on the short ones).
         for name in requests:
-            r = probe_process(name, warm_only=True)
-            if r.returncode != 0:
-                raise RuntimeError(f"calibration of dataset {name!r} failed: {r.stderr.strip()[-2000:]}")
+            probe_process(name, warm_only=True)
         # ``jobs`` probes at once: the contention of a run with as many cores (snakemake --cores)
         from concurrent.futures import ThreadPoolExecutor
         with ThreadPoolExecutor(max_workers=max(1, int(jobs))) as pool:
@@ -341,8 +342,6 @@ def calibrate(config: dict, plan, data_dir=None, experiments=None, log=print,
         for name, r in done.items():
             pairs = by_dataset[name]
             first = next(iter(pairs.values()))
-            if r.returncode != 0:
-                raise RuntimeError(f"calibration of dataset {name!r} failed: {r.stderr.strip()[-2000:]}")
             result = json.loads(r.stdout.strip().splitlines()[-1])
             startups.append(result["startup_s"])
             ds = first["dataset"]

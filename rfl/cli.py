@@ -231,6 +231,12 @@ class _Version(argparse.Action):
         parser.exit(0)
 
 
+#: the options of a command that are aligned lists (one entry per run, or per data instance)
+_ALIGNED = {"datasets": ("specs", "data", "references"),
+            "runs": ("specs", "data", "references", "tables", "metas"),
+            "bench-runs": ("specs", "data", "references", "tables", "metas")}
+
+
 def _aligned_runs(p: argparse.ArgumentParser) -> None:
     """The aligned lists of ``rfl runs`` and ``rfl bench-runs``: one spec, data, reference,
     table and metadata path per run (their lengths are checked in ``_main``)."""
@@ -546,6 +552,8 @@ _OUTPUT_NAMES = {
     "out_meta": ".json", "metas": ".json", "out_pdf": ".pdf", "figures": ".pdf",
     "out_csv": ".csv", "out_md": ".md", "out_parquet": ".parquet",
 }
+#: the outputs given as options (--reference OUT), the others are positional (OUT)
+OUTPUT_OPTIONS = ("reference", "references", "data", "tables", "metas", "figures")
 _OUTPUT_NAMES_BY_COMMAND = {("fetch-school", "out"): "ILEA567.DAT", ("fetch-source", "out"): None,
                             ("datasets", "data"): ".npz", ("datasets", "references"): ".npz"}
 
@@ -589,8 +597,7 @@ def _output_error(path: str) -> str | None:
 def _name_error(command: str, name: str, value: str) -> str | None:
     """Why ``value`` is no name for output ``name`` of ``command`` (``_OUTPUT_NAMES``)."""
     want = _OUTPUT_NAMES_BY_COMMAND.get((command, name), _OUTPUT_NAMES.get(name))
-    arg = ("--" + name if name in ("reference", "references", "tables", "metas", "figures")
-           or command == "datasets" else name.upper())
+    arg = "--" + name if name in OUTPUT_OPTIONS else name.upper()
     if want is None:                           # fetch-source: checked against rfl/data/sources.py
         return None
     if want.startswith("."):
@@ -636,7 +643,7 @@ def main(argv: list[str] | None = None) -> int:
 _work_start: float | None = None
 
 
-def _check_raw(path, spec: dict, inputs, where: str = "with --raw") -> None:
+def _check_dataset_inputs(path, spec: dict, inputs, where: str = "with --raw") -> None:
     """SpecError unless the params of the dataset ``spec`` are valid for its problem (its
     ``params_schema``) and ``inputs`` are as many raw files as the problem reads (its
     ``raw_inputs_for`` the params)."""
@@ -796,16 +803,12 @@ def _main(argv: list[str]) -> int:
         elif args.config is None or args.experiment is None or any(v is not None for v in one):
             parser.error("flower: --config and --experiment go together, without positional "
                          "arguments")
-    if args.command == "datasets":
-        lengths = {k: len(getattr(args, k)) for k in ("specs", "data", "references")}
+    if args.command in _ALIGNED:
+        keys = _ALIGNED[args.command]
+        lengths = {k: len(getattr(args, k)) for k in keys}
         if len(set(lengths.values())) != 1:
-            parser.error(f"datasets: --specs, --data and --references must have the same length, "
-                         f"got {lengths}")
-    if args.command in ("runs", "bench-runs"):
-        lengths = {k: len(getattr(args, k)) for k in ("specs", "data", "references", "tables", "metas")}
-        if len(set(lengths.values())) != 1:
-            parser.error(f"{args.command}: --specs, --data, --references, --tables and --metas must have "
-                         f"the same length, got {lengths}")
+            listed = ", ".join(f"--{k}" for k in keys[:-1]) + f" and --{keys[-1]}"
+            parser.error(f"{args.command}: {listed} must have the same length, got {lengths}")
     # The error classes are looked up only when an exception is being matched (Python
     # evaluates an except clause's tuple then): importing rfl.config (jsonschema, yaml) and
     # rfl.data.school up front would cost every job that needs neither.
@@ -816,7 +819,7 @@ def _main(argv: list[str]) -> int:
             if args.command == "datasets":               # every spec and raw file before any work
                 specs = [read_spec(path, "data") for path in args.specs]
                 for path, one in zip(args.specs, specs):
-                    _check_raw(path, one, args.raw)
+                    _check_dataset_inputs(path, one, args.raw)
             spec = None if args.command in ("validate", "list", "datasets", "runs", "batch", "perf-table", "results", "merge",
                                             "calibrate", "cost-check",
                                             "bench-table", "bench", "bench-runs",
@@ -859,7 +862,7 @@ def _main(argv: list[str]) -> int:
                 print(list_components(registries), end="")
             elif args.command == "data":
                 from rfl.runner import generate_data
-                _check_raw(args.spec, spec, args.inputs, "after OUT.npz")
+                _check_dataset_inputs(args.spec, spec, args.inputs, "after OUT.npz")
                 _work_starts()
                 generate_data(spec, args.out, args.inputs)
                 if args.reference is not None:

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-if TYPE_CHECKING:                 # pandas is imported where a table is read or written as one:
-    import pandas as pd           # a run or data job never does (~0.3 CPU-s of start-up each)
+if TYPE_CHECKING:                 # pandas is imported where a table is read or written as one;
+    import pandas as pd           # a run or data job never does (rfl.runner, write_rows)
 
 #: the columns every run table starts with, in this order (``rfl.runner.run`` writes them; a
 #: problem's ``metrics`` follow, then ``time`` for runs on a simulated clock)
@@ -409,6 +409,8 @@ def check_run_table(table: pd.DataFrame, meta: dict, path) -> tuple[pd.DataFrame
     status ok or diverged, diverged only in the last row and only when the metadata says
     diverged; a finite cost and excess_risk in every ok row. Anything else raises
     RunTableError, one line naming ``path`` (where the run was read) and what is wrong."""
+    import pandas as pd
+
     from rfl.registry import PROBLEMS
 
     problem = meta["spec"]["dataset"]["problem"]
@@ -422,8 +424,6 @@ def check_run_table(table: pd.DataFrame, meta: dict, path) -> tuple[pd.DataFrame
     if n == 0:
         raise RunTableError(f"{path}: the run table has a header and no rows; rerun the run")
     numeric = [c for c in COLUMNS + extra if c != "status"]
-    import pandas as pd
-
     for col in numeric:
         if not pd.api.types.is_numeric_dtype(table[col]):
             raise RunTableError(f"{path}: column {col!r} holds non-numbers "

@@ -407,8 +407,10 @@ class Plan:
         raw = {name for ds in datasets for name in raw_inputs_of(ds["problem"], ds.get("params"))}
         names = ["school_raw"] if "school" in raw else []
         names += [f"anchors_raw/{SOURCES[name].subpath}" for name in sorted(raw) if name in SOURCES]
-        names += [f"data/{name}/{i}" if self.cluster else f"data/{name}"     # rules/data.smk
-                  for name, instances in used.items() for i in (instances if self.cluster else [0])]
+        if self.cluster:      # rules/data.smk: a data job per instance there, per dataset here
+            names += [f"data/{name}/{i}" for name, instances in used.items() for i in instances]
+        else:
+            names += [f"data/{name}" for name in used]
         names += [f"runs/{e}" for e in self.experiments if any(k[0] == e for k in self.runs)]
         names += [f"figures/{f}" for f in self.figures]
         names += [t for t in ("table1", "table2") if t in self.tables]
@@ -425,6 +427,10 @@ class Plan:
         """dataset -> the instances its runs use (sorted): one data job per dataset generates
         them all, with their references, in one process (a second start-up per instance cost
         more than most instances' work)."""
+        return self._data_instances
+
+    @functools.cached_property
+    def _data_instances(self) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {}
         for name, instance in sorted({(r["dataset"]["name"], r["dataset"]["instance"])
                                       for r in self.runs.values()}):

@@ -349,8 +349,7 @@ def test_every_output_argument_of_every_subcommand_is_covered(tmp_path):
         if command in ("flower", "fetch-source"):   # flower: as run; fetch-source: sources.py
             continue
         for name in names:
-            arg = ("--" + name if name in ("reference", "tables", "metas", "figures") or command == "datasets"
-                   else name.upper())
+            arg = "--" + name if name in cli.OUTPUT_OPTIONS else name.upper()
             assert (command, arg) in covered, (command, arg)
 
 
