@@ -299,3 +299,15 @@ def test_unequal_sizes_with_B_equal_to_the_largest_are_not_the_full_shortcut():
     np.testing.assert_array_equal(b, batch_indices(sampler.key, 0, np.arange(3), sizes, 4))
     np.testing.assert_array_equal(b[0], np.arange(4))
     assert b[1].max() < 9 and sampler.k == 1
+
+
+def test_the_sampler_keeps_its_own_read_only_local_sizes():
+    # the largest N_j is read once at construction: the sizes it came from cannot change under it
+    sizes = np.array([5, 7, 6])
+    sampler = AgentSampler(np.random.default_rng(0), sizes, 2)
+    sizes[1] = 3                                       # the caller's array is not the sampler's
+    assert sampler.local_sizes.tolist() == [5, 7, 6]
+    with pytest.raises(ValueError):
+        sampler.local_sizes[0] = 9
+    full = AgentSampler(np.random.default_rng(0), np.array([4, 4]), 4)
+    assert full.batches(np.array([0, 1]), 0, 0).shape == (2, 4)       # B = N: every sample

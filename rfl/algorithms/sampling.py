@@ -159,7 +159,8 @@ class AgentSampler:
 
     def __init__(self, source, local_sizes: np.ndarray, batch_size: int,
                  participation=None):
-        self.local_sizes = np.asarray(local_sizes, dtype=int)
+        self.local_sizes = np.array(local_sizes, dtype=int)     # a read-only copy: n_max below
+        self.local_sizes.setflags(write=False)
         S = self.local_sizes.shape[0]
         if not 1 <= batch_size <= self.local_sizes.min():
             raise ValueError(f"batch_size={batch_size} must be in [1, min N_j={self.local_sizes.min()}]")
@@ -175,6 +176,7 @@ class AgentSampler:
             self.key = int(rng.integers(0, 2 ** 63, dtype=np.int64))
         self.scheme = make_scheme(participation, S, rng)
         self._uniform = bool(np.all(self.local_sizes == self.local_sizes[0]))
+        self._n_max = int(self.local_sizes.max())     # asked at every local step: computed once
         self._full: dict[int, MiniBatch] = {}         # the all-samples batch, per number of agents
         self._rounds = 0                              # participants() calls so far
         self.k = 0
@@ -211,7 +213,7 @@ class AgentSampler:
         draw = draw_number(self.t if t is None else t, k)
         self.k = k + 1
         s, B = agents.shape[0], self.batch_size
-        n_max = int(self.local_sizes.max())
+        n_max = self._n_max
         if self._uniform and B == n_max:                          # every sample
             full = self._full.get(s)
             if full is None:
