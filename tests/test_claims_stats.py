@@ -123,6 +123,25 @@ def test_seeds_needed_is_the_first_n_whose_t_half_width_clears_the_bound():
     assert t.outcome == OPEN and f"about {n} seeds" in t.why
 
 
+def _seeds_needed_by_scan(iv, claim, limit):
+    """The oracle: every n in [2, limit] tried, the first whose t half-width clears the bound."""
+    lo, hi = claim.bounds(iv.log)
+    d = min(abs(iv.estimate - b) for b in (lo, hi) if np.isfinite(b))
+    n = np.arange(2, limit + 1)
+    ok = np.nonzero(sps.t.ppf((1 + iv.level) / 2, n - 1) * iv.spread / np.sqrt(n) < d)[0]
+    return max(int(n[ok[0]]), S.MIN_SEEDS) if len(ok) else None
+
+
+@pytest.mark.parametrize("gap", [0.5, 0.1, 0.03, 0.01, 0.004, 0.0015, 1e-4])
+@pytest.mark.parametrize("limit", [40, 65, 66, 3000])
+def test_seeds_needed_matches_a_scan_of_every_n(gap, limit):
+    # from a few seeds (the first 64 n) to thousands (the bisection) and past the limit (None)
+    x = np.array([0.3, -0.2, 0.25, 0.05]) + gap - 0.1                 # spread ~0.23
+    iv = S.interval(x)
+    claim = S.Claim("d", low=0.0) if iv.estimate > 0 else S.Claim("d", high=0.0)
+    assert S.seeds_needed(iv, claim, limit=limit) == _seeds_needed_by_scan(iv, claim, limit)
+
+
 def test_a_diverged_seed_makes_the_interval_unbounded_on_its_side():
     iv = S.interval([0.1, 0.2, np.inf])
     assert iv.high == np.inf and iv.low == 0.1

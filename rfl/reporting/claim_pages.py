@@ -15,6 +15,7 @@ static outputs of the reproduction rule before anything has run.
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 import math
@@ -104,8 +105,10 @@ def _e(text) -> str:
     return html.escape(str(text), quote=True)
 
 
+@functools.cache
 def _markdown():
-    """CommonMark with tables; raw HTML in the text is escaped, not passed through."""
+    """CommonMark with tables; raw HTML in the text is escaped, not passed through. One parser
+    per process: building one costs ~1 ms, and a report renders thousands of snippets."""
     from markdown_it import MarkdownIt
     return MarkdownIt("commonmark", {"html": False}).enable("table")
 
