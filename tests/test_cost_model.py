@@ -263,6 +263,27 @@ def test_a_warm_only_probe_runs_one_round_of_each_pair_and_measures_nothing(tmp_
     assert rounds == [1, 1] and out["pairs"] == []
 
 
+def test_a_probe_runs_as_a_job_does_without_pandas(tmp_path):
+    """The probe measures what a run job pays: a job never imports pandas (``run_setting``),
+    so neither may a probe's first run, which is stored as the dataset's first_run_s."""
+    from rfl import runner
+    spec = next(s for s in rflconfig.expand_runs(SMOKE) if s["experiment"] == "cpesph_fixed")
+    data = tmp_path / "d.npz"
+    runner.generate_data(spec["dataset"], data)
+    request = {"data_npz": str(data), "specs": [spec], "shapes": [calibrate.shapes_of([spec])]}
+    code = ("import json, sys\nfrom rfl import calibrate\n"
+            "out = calibrate.probe(json.loads(sys.stdin.read()))\n"
+            "print(json.dumps({'pandas': 'pandas' in sys.modules, 'pairs': out['pairs']}))")
+    r = subprocess.run([sys.executable, "-c", code], input=json.dumps(request), capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["pandas"] is False
+    points = out["pairs"][0]["points"]
+    assert points and all(p["factors"]["T"] >= 1 for p in points)      # the rounds each run completed
+    assert {p["factors"]["T"] for p in points} >= {2}                   # the design's T = 2 run
+
+
 # ---- the model file ------------------------------------------------------------------------------
 @pytest.mark.parametrize("edit, says", [
     (lambda m: m.update(format="other"), "not a cost model"),
