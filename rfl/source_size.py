@@ -66,6 +66,37 @@ def subset(raw: dict, config: dict, experiments: list[str], output_dir: str) -> 
            "sources": raw.get("sources", {}), "claims": claims}
     if "anchors" in raw:
         out["anchors"] = raw["anchors"]
+    out.update(_studies(raw, keep))
+    return out
+
+
+def _studies(raw: dict, keep: set) -> dict:
+    """The tables and studies of ``raw`` (``tables.table1``, ``tables.table2``,
+    ``heterogeneity``, ``lsa``) restricted to the experiments in ``keep``; one left without an
+    experiment is left out. The claims on School's Table 2 or FedLSA's bias read these tables:
+    without them a subset's report would call those claims undecided for want of a table."""
+    out = {}
+    tables = raw.get("tables", {})
+    sub_tables = {}
+    rows = [r for r in tables.get("table1", {}).get("rows", []) if {r["fixed"], r["decaying"]} <= keep]
+    if rows:
+        sub_tables["table1"] = {**tables["table1"], "rows": rows}
+    t2 = tables.get("table2", {})
+    t2_exps = {r: e for r, e in t2.get("experiments", {}).items() if e in keep}
+    if t2_exps:
+        sub_tables["table2"] = {**t2, "experiments": t2_exps}
+        if "sensitivity" in t2:
+            sub_tables["table2"]["sensitivity"] = [e for e in t2["sensitivity"] if e in keep]
+    if sub_tables:
+        out["tables"] = sub_tables
+    het = raw.get("heterogeneity", {})
+    het_exps = {k: e for k, e in het.get("experiments", {}).items() if e in keep}
+    if het_exps:
+        out["heterogeneity"] = {**het, "experiments": het_exps}
+    lsa = raw.get("lsa", {})
+    lsa_exps = [e for e in lsa.get("experiments", []) if e in keep]
+    if lsa_exps:
+        out["lsa"] = {**lsa, "experiments": lsa_exps}
     return out
 
 

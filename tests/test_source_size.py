@@ -121,6 +121,30 @@ def test_subset_holds_the_experiments_their_datasets_and_the_claims_that_read_on
     assert not (tmp_path / "x.yaml").exists()
 
 
+def test_a_subset_keeps_the_tables_and_studies_of_its_experiments_only(tmp_path):
+    # the claims on Table 2 and on FedLSA's bias read these tables: a subset without them
+    # judged them undecided for want of a table
+    raw = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())
+    names = ["school_r4", "school_r5", "school_sens_r4_a6", "lsa_hom_n10_h1", "lsa_het_n10_h10",
+             "cpesph_fixed", "cpesph_decaying", "cfmspd_fixed", "mbcfsti_het"]
+    out = tmp_path / "paper_t.yaml"
+    assert cli.main(["source-size", "subset", *names, "-o", str(out)]) == 0
+    sub = yaml.safe_load(out.read_text())
+    t2 = sub["tables"]["table2"]
+    assert t2["experiments"] == {"4": "school_r4", "5": "school_r5"}
+    assert t2["sensitivity"] == ["school_r4", "school_sens_r4_a6", "school_r5"]
+    assert t2["protocols"] == raw["tables"]["table2"]["protocols"]
+    assert sub["tables"]["table1"]["rows"] == [r for r in raw["tables"]["table1"]["rows"]
+                                               if r["label"] == "CPESph"]      # CFMSPD lacks its decaying
+    assert sub["heterogeneity"]["experiments"] == {"MBCFSti": "mbcfsti_het"}
+    assert sub["lsa"] == {**raw["lsa"], "experiments": ["lsa_hom_n10_h1", "lsa_het_n10_h10"]}
+    rflconfig.load(out)                                              # a valid config
+    # none of them: no table, no study
+    none = tmp_path / "paper_n.yaml"
+    assert cli.main(["source-size", "subset", "dec_pca_t1", "-o", str(none)]) == 0
+    assert not {"tables", "heterogeneity", "lsa"} & set(yaml.safe_load(none.read_text()))
+
+
 # ---- the digest ------------------------------------------------------------------------------------------
 def test_the_digest_follows_the_claim_and_its_runs_specs_only():
     paper = rflconfig.validate(_paper_raw())
