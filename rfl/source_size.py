@@ -234,7 +234,10 @@ def entries(run: dict, paper: dict) -> dict[str, dict]:
     """The record's entries of a run (``read_run``): one per claim with a verdict (measurements
     and claims whose data were absent are left out), its results one per setting."""
     ran = run["config"]["experiments"]
-    cmd = command(run["configfile"], run["output_dir"], [e for e in paper["experiments"] if e in ran])
+    # the experiments written in config/paper.yaml: a reading's variant (``reading_of``) comes
+    # with its experiment, and the subset command refuses its name
+    cmd = command(run["configfile"], run["output_dir"],
+                  [e for e, x in paper["experiments"].items() if e in ran and not x.get("reading_of")])
     out: dict[str, dict] = {}
     for r in run["claims"]:
         if r["verdict"] is None or r["verdict"].startswith("not run"):

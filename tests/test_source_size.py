@@ -145,6 +145,27 @@ def test_a_subset_keeps_the_tables_and_studies_of_its_experiments_only(tmp_path)
     assert not {"tables", "heterogeneity", "lsa"} & set(yaml.safe_load(none.read_text()))
 
 
+def test_the_recorded_command_names_experiments_the_subset_command_accepts(tmp_path):
+    # cpesph_decaying's step has two readings: the run holds its variant too, whose name
+    # `rfl source-size subset` refuses; the command names the experiment alone
+    paper = rflconfig.load(REPO / "config" / "paper.yaml")
+    variants = [e for e, x in paper["experiments"].items()
+                if (x.get("reading_of") or {}).get("experiment") == "cpesph_decaying"]
+    assert variants
+    ran = {e: paper["experiments"][e] for e in ["cpesph_fixed", "cpesph_decaying", *variants]}
+    run = {"config": {**paper, "experiments": ran}, "configfile": "config/paper_r.yaml",
+           "output_dir": "paper_r/", "claims": [
+               {"id": "fig1a_decaying", "statement": "s", "experiments": ["cpesph_decaying"], "size": "x",
+                "verdict": "reproduced", "margin": "m", "setting": None}],
+           "seeds": {e: 1 for e in ran}, "replicas": {e: 1 for e in ran},
+           "commits": {e: ["abc"] for e in ran}, "date": "2026-11-29"}
+    cmd = ss.entries(run, paper)["fig1a_decaying"]["command"]
+    assert cmd.startswith("rfl source-size subset cpesph_fixed cpesph_decaying -o config/paper_r.yaml")
+    assert not any(v in cmd for v in variants)
+    names = cmd.split(" -o ")[0].split()[3:]
+    assert cli.main(["source-size", "subset", *names, "-o", str(tmp_path / "r.yaml")]) == 0
+
+
 # ---- the digest ------------------------------------------------------------------------------------------
 def test_the_digest_follows_the_claim_and_its_runs_specs_only():
     paper = rflconfig.validate(_paper_raw())
