@@ -284,6 +284,25 @@ def test_a_probe_runs_as_a_job_does_without_pandas(tmp_path):
     assert {p["factors"]["T"] for p in points} >= {2}                   # the design's T = 2 run
 
 
+def test_a_probe_measures_each_shape_at_growing_rounds_in_process(tmp_path):
+    # the same probe in this process (mutation testing follows the calls): every shape of the
+    # design is measured, its T0 probes at T = 2, 8, ... and each measurement's rounds are the
+    # rounds its run completed; the warm-up run is one round of the pair's own spec
+    from rfl import runner
+    spec = next(s for s in rflconfig.expand_runs(SMOKE) if s["experiment"] == "cpesph_fixed")
+    data = tmp_path / "d.npz"
+    runner.generate_data(spec["dataset"], data)
+    shapes = calibrate.shapes_of([spec])
+    out = calibrate.probe({"data_npz": str(data), "specs": [spec], "shapes": [shapes]})
+    (pair,) = out["pairs"]
+    assert pair["algorithm"] == spec["algorithm"]["name"] and pair["warm_factors"]["T"] == 1
+    Ts = [p["factors"]["T"] for p in pair["points"]]
+    assert Ts[0] == 2 and Ts[1] == 8 and all(p["cpu_s"] > 0 for p in pair["points"])
+    designed = calibrate.design(spec, shapes)
+    assert len(pair["points"]) >= len(designed) + 1                 # each design run, T0 probes beside
+    assert {p["factors"]["K"] for p in pair["points"]} == {s["algorithm"]["K"] for s in designed}
+
+
 # ---- the model file ------------------------------------------------------------------------------
 @pytest.mark.parametrize("edit, says", [
     (lambda m: m.update(format="other"), "not a cost model"),
@@ -417,7 +436,9 @@ def test_added_measurements_replace_what_both_measure_and_keep_the_rest():
     bigger = {"name": "big", "problem": "cpesph", "params": dict(CPESPH, S=40), "load_first_s": 1.0,
               "load_next_s": 0.5, "first_run_s": 0.0}
     new["datasets"].append(bigger)
+    old["calibration_cpu_s"], new["calibration_cpu_s"] = 12.5, 3.25
     got = calibrate.merged(old, new)
+    assert got["calibration_cpu_s"] == 15.75                        # the probes of both
     # start-up: 1 dataset measured at 0.5 s, 2 at 0.25 s
     assert got["commit"] == "abc123; def456" and got["startup_s"] == pytest.approx((0.5 + 2 * 0.25) / 3)
     assert [(p["algorithm"], p["coefficients"]["run_s"]) for p in got["pairs"]] == [("rfedavg", COEF["run_s"]),

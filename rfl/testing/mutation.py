@@ -74,6 +74,7 @@ TESTS = {
     "simtime": ["test_partbias_runner.py"],
     "snakemake_tuning": ["test_snakemake_tuning.py"],
     "io": ["test_io_rows.py", "test_io_yaml.py", "test_runner.py", "test_sampling_versions.py"],
+    "calibrate": ["test_cost_model.py"],
 }
 #: tests left out: those that start ``rfl`` or ``snakemake`` as subprocesses (they import the
 #: installed rfl, not the mutant, and their timing-dependent checks fail in mutmut's copy)
