@@ -157,8 +157,14 @@ def probe(request: dict) -> dict:
         csv, meta = Path(tmp, "run.csv"), Path(tmp, "run.meta.json")
 
         problems = {json.dumps(geometry, sort_keys=True): problem}
+        # a problem whose data is a stream of T steps (the dynamic Frechet means) runs at most
+        # T rounds: a probe asks for no more (its measured rounds are those it completed)
+        horizon = getattr(problem, "horizon", None)
+        limit = min(PROBE_ROUNDS, int(horizon)) if horizon else PROBE_ROUNDS
 
         def timed(s):
+            if s["rounds"] > limit:
+                s = dict(s, rounds=limit)
             key = json.dumps(s.get("geometry"), sort_keys=True)
             if key not in problems:             # another geometry: its own problem (as a job)
                 problems[key] = runner.load_problem(ds, request["data_npz"], s.get("geometry"))
@@ -186,8 +192,8 @@ def probe(request: dict) -> dict:
             c2, done = timed(dict(s, rounds=2))
             points.append(point(s, c2, done))
             T = 2
-            while T < PROBE_ROUNDS:
-                T *= 4
+            while T < limit:
+                T = min(T * 4, limit)
                 cT, done = timed(dict(s, rounds=T))
                 points.append(point(s, cT, done))
                 if cT - c2 >= max(PROBE_S, FIXED_SHARE * c2):

@@ -59,7 +59,7 @@ COEFFICIENTS = ("run_s", "run_replica_s", "round_s", "replica_round_s", "agent_r
 FALLBACK_JOB_S = 1.0
 FALLBACK_SAMPLE_S = 1e-6
 #: CPU seconds a calibration run aims at (long enough to swamp the clock's and the run's fixed cost)
-TARGET_S = 0.04
+TARGET_S = 0.2
 
 
 class CostModelError(ValueError):

@@ -303,6 +303,29 @@ def test_a_probe_measures_each_shape_at_growing_rounds_in_process(tmp_path):
     assert {p["factors"]["K"] for p in pair["points"]} == {s["algorithm"]["K"] for s in designed}
 
 
+def test_a_probe_of_a_stream_problem_asks_for_no_more_rounds_than_its_horizon(tmp_path, monkeypatch):
+    # the dynamic Frechet means hold T steps of data: a run of more rounds fails (IndexError),
+    # so the probe's runs stop at T, and its points record the rounds they completed
+    from rfl import runner
+    cfg = rflconfig.load(REPO / "config" / "config.yaml")
+    spec = next(s for s in rflconfig.expand_runs(cfg) if s["experiment"] == "frechet_h2_fixed_t5")
+    spec = dict(spec, dataset=dict(spec["dataset"], params=dict(spec["dataset"]["params"], T=12)))
+    data = tmp_path / "d.npz"
+    runner.generate_data(spec["dataset"], data)
+    asked = []
+    real = runner.run
+
+    def counted(s, *a, **kw):
+        asked.append(s["rounds"])
+        return real(s, *a, **kw)
+
+    monkeypatch.setattr(runner, "run", counted)
+    monkeypatch.setattr(cost_model, "TARGET_S", 10.0)        # a target that 12 rounds cannot reach
+    out = calibrate.probe({"data_npz": str(data), "specs": [spec], "shapes": [calibrate.shapes_of([spec])]})
+    assert max(asked) == 12 and 8 in asked
+    assert {p["factors"]["T"] for p in out["pairs"][0]["points"]} <= set(range(1, 13))
+
+
 # ---- the model file ------------------------------------------------------------------------------
 @pytest.mark.parametrize("edit, says", [
     (lambda m: m.update(format="other"), "not a cost model"),
