@@ -245,19 +245,34 @@ def test_calibration_compiles_every_pair_before_it_measures_any(tmp_path, monkey
     assert {d["name"] for d in model["datasets"]} == set(datasets)
 
 
-def test_a_warm_only_probe_runs_one_round_of_each_pair_and_measures_nothing(tmp_path, monkeypatch):
+def _spec_and_data(tmp_path, experiment="cpesph_fixed", config=None, **params):
+    """The first run spec of ``experiment`` (of the smoke config unless ``config``), its
+    dataset's params updated with ``params``, and that dataset generated into tmp_path."""
     from rfl import runner
-    spec = next(s for s in rflconfig.expand_runs(SMOKE) if s["experiment"] == "cpesph_fixed")
+    spec = next(s for s in rflconfig.expand_runs(config or SMOKE) if s["experiment"] == experiment)
+    if params:
+        spec = dict(spec, dataset=dict(spec["dataset"], params=dict(spec["dataset"]["params"], **params)))
     data = tmp_path / "d.npz"
     runner.generate_data(spec["dataset"], data)
-    rounds = []
-    real = runner.run
+    return spec, data
+
+
+def _rounds_asked(monkeypatch) -> list:
+    """The rounds of every run ``runner.run`` is asked for from now on (it still runs them)."""
+    from rfl import runner
+    asked, real = [], runner.run
 
     def counted(s, *a, **kw):
-        rounds.append(s["rounds"])
+        asked.append(s["rounds"])
         return real(s, *a, **kw)
 
     monkeypatch.setattr(runner, "run", counted)
+    return asked
+
+
+def test_a_warm_only_probe_runs_one_round_of_each_pair_and_measures_nothing(tmp_path, monkeypatch):
+    spec, data = _spec_and_data(tmp_path)
+    rounds = _rounds_asked(monkeypatch)
     out = calibrate.probe({"data_npz": str(data), "specs": [spec, dict(spec, algorithm=dict(spec["algorithm"], name="rfedavg"))],
                            "shapes": [[], []], "warm_only": True})
     assert rounds == [1, 1] and out["pairs"] == []
@@ -266,10 +281,7 @@ def test_a_warm_only_probe_runs_one_round_of_each_pair_and_measures_nothing(tmp_
 def test_a_probe_runs_as_a_job_does_without_pandas(tmp_path):
     """The probe measures what a run job pays: a job never imports pandas (``run_setting``),
     so neither may a probe's first run, which is stored as the dataset's first_run_s."""
-    from rfl import runner
-    spec = next(s for s in rflconfig.expand_runs(SMOKE) if s["experiment"] == "cpesph_fixed")
-    data = tmp_path / "d.npz"
-    runner.generate_data(spec["dataset"], data)
+    spec, data = _spec_and_data(tmp_path)
     request = {"data_npz": str(data), "specs": [spec], "shapes": [calibrate.shapes_of([spec])]}
     code = ("import json, sys\nfrom rfl import calibrate\n"
             "out = calibrate.probe(json.loads(sys.stdin.read()))\n"
@@ -288,10 +300,7 @@ def test_a_probe_measures_each_shape_at_growing_rounds_in_process(tmp_path):
     # the same probe in this process (mutation testing follows the calls): every shape of the
     # design is measured, its T0 probes at T = 2, 8, ... and each measurement's rounds are the
     # rounds its run completed; the warm-up run is one round of the pair's own spec
-    from rfl import runner
-    spec = next(s for s in rflconfig.expand_runs(SMOKE) if s["experiment"] == "cpesph_fixed")
-    data = tmp_path / "d.npz"
-    runner.generate_data(spec["dataset"], data)
+    spec, data = _spec_and_data(tmp_path)
     shapes = calibrate.shapes_of([spec])
     out = calibrate.probe({"data_npz": str(data), "specs": [spec], "shapes": [shapes]})
     (pair,) = out["pairs"]
@@ -306,20 +315,9 @@ def test_a_probe_measures_each_shape_at_growing_rounds_in_process(tmp_path):
 def test_a_probe_of_a_stream_problem_asks_for_no_more_rounds_than_its_horizon(tmp_path, monkeypatch):
     # the dynamic Frechet means hold T steps of data: a run of more rounds fails (IndexError),
     # so the probe's runs stop at T, and its points record the rounds they completed
-    from rfl import runner
-    cfg = rflconfig.load(REPO / "config" / "config.yaml")
-    spec = next(s for s in rflconfig.expand_runs(cfg) if s["experiment"] == "frechet_h2_fixed_t5")
-    spec = dict(spec, dataset=dict(spec["dataset"], params=dict(spec["dataset"]["params"], T=12)))
-    data = tmp_path / "d.npz"
-    runner.generate_data(spec["dataset"], data)
-    asked = []
-    real = runner.run
-
-    def counted(s, *a, **kw):
-        asked.append(s["rounds"])
-        return real(s, *a, **kw)
-
-    monkeypatch.setattr(runner, "run", counted)
+    spec, data = _spec_and_data(tmp_path, "frechet_h2_fixed_t5",
+                                rflconfig.load(REPO / "config" / "config.yaml"), T=12)
+    asked = _rounds_asked(monkeypatch)
     monkeypatch.setattr(cost_model, "TARGET_S", 10.0)        # a target that 12 rounds cannot reach
     out = calibrate.probe({"data_npz": str(data), "specs": [spec], "shapes": [calibrate.shapes_of([spec])]})
     assert max(asked) == 12 and 8 in asked
