@@ -78,7 +78,9 @@ def size_differences(config: dict, experiment: str) -> list[tuple[str, object, o
 def budget_note(config: dict, experiment: str) -> str | None:
     """Why ``experiment`` keeps a size below what its claims need, while it does: "1 seed by
     the budget (3 decide a comparison): <reason>" from ``paper_size.budget.seeds`` (None with
-    enough seeds), "4096 replicas by the budget: <reason>" from ``paper_size.budget.replicas``;
+    enough seeds), "500 rounds by the budget: <reason>" from ``paper_size.budget.rounds`` (None
+    at the source's rounds or more), "4096 replicas by the budget: <reason>" from
+    ``paper_size.budget.replicas``;
     joined by "; ", None without a reason."""
     from rfl.claims.stats import MIN_SEEDS
 
@@ -89,6 +91,11 @@ def budget_note(config: dict, experiment: str) -> str | None:
         if n < MIN_SEEDS:
             notes.append(f"{n} seed{'s' if n != 1 else ''} by the budget ({MIN_SEEDS} decide a "
                          f"comparison): {budget['seeds']}")
+    if budget.get("rounds") is not None:
+        declared = (config["experiments"][experiment].get("paper_size") or {}).get("rounds")
+        n = actual_size(config, experiment, "rounds")
+        if declared is None or n < declared:
+            notes.append(f"{n} round{'s' if n != 1 else ''} by the budget: {budget['rounds']}")
     if budget.get("replicas") is not None:
         r = int(config["experiments"][experiment].get("replicas", 1))
         notes.append(f"{r} replica{'s' if r != 1 else ''} by the budget: {budget['replicas']}")

@@ -128,3 +128,20 @@ def test_a_replica_budget_is_printed_and_a_budget_alone_declares_no_size():
                                                  "comparison): stale; 64 replicas by the budget: costly")
     exp["paper_size"] = {"source": "slides", "rounds": 300, "budget": {"replicas": "costly"}}
     assert describe_size(cfg, ["agents_s6"]) == "at the paper's size (slides); 64 replicas by the budget: costly"
+
+
+def test_a_rounds_budget_is_printed_while_the_rounds_are_below_the_sources():
+    """``paper_size.budget.rounds`` gives "R rounds by the budget: <why>" beside the size
+    difference while the experiment runs fewer rounds than its source; nothing at the source's
+    rounds (the reason is stale there, not a deviation)."""
+    cfg = _config()
+    exp = cfg["experiments"]["agents_s6"]
+    exp["rounds"] = 300
+    exp["paper_size"] = {"source": "script.m", "rounds": 1000, "budget": {"rounds": "the claim reads round 300"}}
+    assert describe_size(cfg, ["agents_s6"]) == (
+        "rounds 300 of 1000 (script.m); 300 rounds by the budget: the claim reads round 300")
+    exp["rounds"] = 1000
+    assert describe_size(cfg, ["agents_s6"]) == "at the paper's size (script.m)"
+    exp["rounds"] = 1
+    exp["paper_size"] = {"source": "slides", "n_agents": 10, "budget": {"rounds": "one is enough"}}
+    assert describe_size(cfg, ["agents_s6"]).endswith("; 1 round by the budget: one is enough")
