@@ -1,5 +1,5 @@
 """``python -m rfl``: the same command line as ``rfl``, for environments without the script on PATH."""
 
-from rfl.cli import main
+from rfl.cli import entry
 
-raise SystemExit(main())
+entry()

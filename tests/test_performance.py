@@ -97,3 +97,48 @@ def test_perf_table_cli_checks_and_updates_a_readme(tree, tmp_path):
     bad.write_text("a,b\n1,2\n")
     r = _rfl("perf-table", bad)
     assert r.returncode == 2 and "not a performance table" in r.stderr
+
+
+_ENTRY = """
+import atexit, sys, threading, time
+from pathlib import Path
+out = Path(sys.argv[1])
+class Teardown:                      # finalised when the interpreter clears __main__ at exit
+    def __del__(self):
+        (out / "teardown").write_text("ran")
+keep = Teardown()
+atexit.register(lambda: (out / "atexit").write_text("ran"))
+def late():
+    time.sleep(0.3)
+    (out / "thread").write_text("ran")
+threading.Thread(target=late).start()
+from rfl.cli import entry
+sys.argv = ["rfl", *sys.argv[2:]]
+entry()
+"""
+
+
+@pytest.mark.parametrize("record", ["1", "0"])
+def test_a_workflow_job_exits_with_its_status_after_threads_and_atexit_without_teardown(tmp_path, record):
+    """``rfl.cli.entry``: the exit status is main's (0, and 2 for a bad spec), a non-daemon
+    thread still finishes and the atexit handlers run; a workflow job (RFL_CPU_RECORD=1) skips
+    the interpreter's teardown (a finaliser of __main__ does not run), a user's shell keeps it."""
+    script = tmp_path / "entry.py"
+    script.write_text(_ENTRY)
+    env = dict(os.environ, RFL_CPU_RECORD=record)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
+    spec = tmp_path / "table1.json"
+    smoke = rflconfig.load(REPO / "config" / "smoke.yaml")
+    io.write_json(spec, Plan(smoke, io.read_yaml(REPO / "config" / "paper_values.yaml")).table_spec("table1"))
+    bad = tmp_path / "bad.json"
+    bad.write_text("not json")
+    for args, status in (([spec], 0), ([bad], 2)):
+        args = ["table1", *map(str, args), str(tmp_path / "out" / "t1.csv")]
+        for name in ("thread", "atexit", "teardown"):
+            (tmp_path / name).unlink(missing_ok=True)
+        r = subprocess.run([sys.executable, str(script), str(tmp_path), *args], capture_output=True,
+                           text=True, env=env, timeout=120, check=False)
+        assert r.returncode == status, r.stderr
+        assert (tmp_path / "thread").read_text() == "ran"
+        assert (tmp_path / "atexit").read_text() == "ran"
+        assert (tmp_path / "teardown").exists() == (record == "0")
