@@ -9,12 +9,16 @@ from rfl import config as rflconfig
 from rfl import io
 from rfl.batches import BatchError, cluster_settings
 from rfl.snakemake_tuning import tune as tune_snakemake
-from rfl.workflow import LIGHT, Plan, absent_data, alternatives, is_dry_run, pinned, skip_lines
+from rfl.workflow import LIGHT, Plan, absent_data, alternatives, compile_package, is_dry_run, pinned, skip_lines
 
 # Two habits of Snakemake's own process that cost the full run minutes of CPU beside the jobs:
 # benchmark sampling twice a second, and asking the size of every input of every ready job at
 # every scheduling pass (rfl/snakemake_tuning.py says what changes and why).
 tune_snakemake()
+
+# Every job imports rfl in a new process: its bytecode written once here, not compiled by each
+# job (an environment with PYTHONDONTWRITEBYTECODE set never writes it; rfl/workflow.py).
+compile_package()
 
 
 # Snakemake's YAML reader keeps the last of two equal keys; read the config files again with

@@ -399,3 +399,32 @@ def test_the_dry_run_shows_the_priorities(tmp_path):
     for name in ("figure", "table2", "sweep", "lsa", "school_raw", "anchors_raw"):
         if name in jobs:
             assert int(jobs[name]) == plan.top_priority(), name
+
+
+def test_compile_package_writes_the_bytecode_of_every_module_even_where_python_would_not(tmp_path, monkeypatch):
+    """``compile_package``: a .pyc for each module of the tree (sub-packages too), also with
+    PYTHONDONTWRITEBYTECODE set; a module edited since is compiled again; a tree whose
+    bytecode cannot be written is False, not an error."""
+    import importlib.util
+
+    from rfl.workflow import compile_package
+
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    modules = [pkg / "__init__.py", pkg / "a.py", pkg / "sub" / "__init__.py", pkg / "sub" / "b.py"]
+    for m in modules:
+        m.write_text("X = 1\n")
+    assert compile_package(pkg) is True
+    caches = [Path(importlib.util.cache_from_source(str(m))) for m in modules]
+    assert all(c.is_file() for c in caches)
+    before = caches[1].read_bytes()
+    modules[1].write_text("X = 2  # edited\n")
+    os.utime(modules[1], (1e9 + 10**8, 1e9 + 10**8))        # a later mtime than the first
+    assert compile_package(pkg) is True
+    assert caches[1].read_bytes() != before
+    blocked = tmp_path / "blocked"                           # __pycache__ cannot be made: a file
+    blocked.mkdir()
+    (blocked / "c.py").write_text("Y = 1\n")
+    (blocked / "__pycache__").write_text("")
+    assert compile_package(blocked) is False
