@@ -307,6 +307,9 @@ def calibrate(config: dict, plan, data_dir=None, experiments=None, log=print,
     run on: CPU seconds grow when the cores' shared caches are busy), then ``fit`` per pair."""
     import statistics
 
+    from rfl.workflow import compile_package
+
+    compile_package()                     # the probes import rfl as the workflow's jobs do
     specs = [s for e, ss in cost_model.experiment_specs(config).items()
              if (experiments is None or e in experiments) and e not in plan.skipped for s in ss]
     by_dataset: dict[str, dict[str, dict]] = {}

@@ -214,13 +214,16 @@ def test_calibration_measures_the_smallest_and_largest_shape_of_a_pair_first():
 
 
 def test_calibration_compiles_every_pair_before_it_measures_any(tmp_path, monkeypatch):
-    """A first pass runs each dataset's pairs unmeasured (numba's cache filled), then the
-    measured probes; a warm-only probe runs one round of each pair and measures nothing."""
+    """rfl's bytecode is written first (the probes import rfl as a workflow job does), then a
+    first pass runs each dataset's pairs unmeasured (numba's cache filled), then the measured
+    probes; a warm-only probe runs one round of each pair and measures nothing."""
+    import rfl.workflow
     from rfl.workflow import Plan
     cfg = copy.deepcopy(SMOKE)
     experiments = ["cpesph_fixed", "cfmspd_fixed"]
     plan = Plan(cfg, {})
     calls = []
+    monkeypatch.setattr(rfl.workflow, "compile_package", lambda: calls.append(("compiled", None)))
 
     def fake_run(cmd, input, **kw):                      # noqa: A002
         request = json.loads(input)
@@ -237,6 +240,7 @@ def test_calibration_compiles_every_pair_before_it_measures_any(tmp_path, monkey
     from types import SimpleNamespace
     monkeypatch.setattr(calibrate, "subprocess", SimpleNamespace(run=fake_run))
     model = calibrate.calibrate(cfg, plan, experiments=experiments, log=lambda *a: None, jobs=2)
+    assert calls.pop(0) == ("compiled", None) and ("compiled", None) not in calls
     datasets = sorted({d for d, _ in calls})
     assert datasets == sorted({cfg["experiments"][e]["dataset"] for e in experiments})
     warm = [d for d, w in calls if w]
