@@ -108,13 +108,22 @@ class Teardown:                      # finalised when the interpreter clears __m
         (out / "teardown").write_text("ran")
 keep = Teardown()
 atexit.register(lambda: (out / "atexit").write_text("ran"))
+import rfl.cli
+returned = threading.Event()            # set once main has returned: the thread outlives it
+main = rfl.cli.main
+def main_then_signal(argv=None):
+    try:
+        return main(argv)
+    finally:
+        returned.set()
+rfl.cli.main = main_then_signal
 def late():
-    time.sleep(0.3)
+    returned.wait(60)
+    time.sleep(0.2)
     (out / "thread").write_text("ran")
 threading.Thread(target=late).start()
-from rfl.cli import entry
 sys.argv = ["rfl", *sys.argv[2:]]
-entry()
+rfl.cli.entry()
 """
 
 

@@ -145,3 +145,19 @@ def test_a_rounds_budget_is_printed_while_the_rounds_are_below_the_sources():
     exp["rounds"] = 1
     exp["paper_size"] = {"source": "slides", "n_agents": 10, "budget": {"rounds": "one is enough"}}
     assert describe_size(cfg, ["agents_s6"]).endswith("; 1 round by the budget: one is enough")
+
+
+def test_budget_notes_count_in_the_singular_and_the_plural():
+    """"2 seeds" and "1 seed", "1 replica" (an experiment without ``replicas`` runs one) and
+    "2 replicas": each count with its own noun form."""
+    cfg = _config()
+    exp = cfg["experiments"]["agents_s6"]
+    exp["paper_size"] = {"source": "slides", "budget": {"seeds": "costly", "replicas": "slow"}}
+    exp["seeds"] = [0, 1]
+    exp.pop("replicas", None)
+    assert describe_size(cfg, ["agents_s6"]) == ("no paper size declared; 2 seeds by the budget (3 decide a "
+                                                 "comparison): costly; 1 replica by the budget: slow")
+    exp["replicas"] = 2
+    exp["seeds"] = [0]
+    assert describe_size(cfg, ["agents_s6"]) == ("no paper size declared; 1 seed by the budget (3 decide a "
+                                                 "comparison): costly; 2 replicas by the budget: slow")
