@@ -626,6 +626,12 @@ def _check_outputs(args) -> str | None:
     return None
 
 
+def _workflow_job() -> bool:
+    """Whether this process is a workflow job (``RFL_CPU_RECORD=1``, rfl.workflow's PIN): it
+    prints its CPU record and ends without the interpreter's teardown (``entry``)."""
+    return os.environ.get("RFL_CPU_RECORD", "").strip() == "1"
+
+
 def main(argv: list[str] | None = None) -> int:
     wall0 = time.perf_counter()
     try:
@@ -633,7 +639,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("rfl: interrupted (Ctrl-C); no output of this step was completed", file=sys.stderr)
         return 130
-    if os.environ.get("RFL_CPU_RECORD", "").strip() == "1":
+    if _workflow_job():
         _print_cpu_record(wall0)
     return status
 
@@ -646,7 +652,7 @@ def entry() -> None:
     non-daemon threads are waited for and the atexit handlers run, as at a normal exit, and
     the record becomes the process's whole CPU time. A step that raises exits as usual."""
     status = main()
-    if os.environ.get("RFL_CPU_RECORD", "").strip() == "1":
+    if _workflow_job():
         import atexit
         import threading
 
