@@ -854,6 +854,9 @@ def _main(argv: list[str]) -> int:
                                             "compare", "source-size") or (
                 args.command == "flower" and args.config) else read_spec(
                 args.spec, "run" if args.command == "flower" else args.command)
+            if args.command in READS_RUNS:       # each run table parsed once per step
+                from rfl import io as _io
+                stack.enter_context(_io.memoised_runs())
             if args.command in READS_RUNS:       # the runs from a results table: --results, or
                 results = args.results or spec.get("results")   # the spec's (config results)
                 if results is not None:

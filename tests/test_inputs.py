@@ -246,6 +246,43 @@ def test_a_damaged_run_table_is_refused_naming_the_file(good_run, tmp_path, dama
     assert not out.exists() and not out.with_suffix(".png").exists()
 
 
+def test_within_memoised_runs_each_table_is_parsed_and_checked_once(good_run, tmp_path, monkeypatch):
+    table, meta = _copy_run(good_run, tmp_path / "runs")
+    reads, checks = [], []
+    read, check = io.RunFiles.read, io.check_run_table
+    monkeypatch.setattr(io.RunFiles, "read", lambda self, p: reads.append(p) or read(self, p))
+    monkeypatch.setattr(io, "check_run_table", lambda t, m, p: checks.append(p) or check(t, m, p))
+    first = io.read_run_table(table)
+    with io.memoised_runs():
+        a, meta_a = io.read_run_table(table)
+        a.loc[0, "cost"] = -1.0                       # a reader that edits its copy ...
+        meta_a["spec"]["experiment"] = "edited"
+        b, meta_b = io.read_run_table(str(table))     # ... changes nothing the next one gets
+    pd.testing.assert_frame_equal(b, first[0])
+    assert meta_b == first[1]
+    assert len(reads) == len(checks) == 2             # once before the block, once within
+    io.read_run_table(table)                          # after the block: read anew
+    assert len(reads) == len(checks) == 3
+
+
+def test_memoised_runs_keep_refusing_a_damaged_table_and_read_each_source_apart(good_run, tmp_path):
+    table, meta = _copy_run(good_run, tmp_path / "runs")
+    _short_of_metadata(table, meta)
+
+    class Fixed(io.RunFiles):                         # another source: the good run's files
+        def read(self, path):
+            return io.RunFiles.read(self, good_run / "run.csv")
+
+    with io.memoised_runs():
+        for _ in range(2):
+            with pytest.raises(io.RunTableError):
+                io.read_run_table(table)
+        with io.run_source(Fixed()):
+            assert len(io.read_run_table(table)[0]) == 7
+        with pytest.raises(io.RunTableError):
+            io.read_run_table(table)
+
+
 @pytest.mark.parametrize("command", ["heterogeneity", "lsa", "table2"])
 def test_the_studies_refuse_a_damaged_run_table(good_run, tmp_path, command):
     table, meta = _copy_run(good_run, tmp_path / "runs")
