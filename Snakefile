@@ -61,12 +61,12 @@ else:
         report: PLAN.landing()
 
     # Short steps run where Snakemake runs, never as cluster jobs (no effect locally): the
-    # downloads (compute nodes are often offline), the figures and tables (seconds each).
+    # downloads (compute nodes are often offline), the figures and tables (seconds each); the
+    # figure rules say so themselves (rules/reporting.smk).
     localrules:
         all,
         school_raw,
         anchors_raw,
-        figure,
         table1,
         table2,
         heterogeneity,

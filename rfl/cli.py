@@ -11,6 +11,8 @@
     rfl runs --specs S... --data D... --references R... --tables T... --metas M...
                                                 several runs in one process (aligned lists)
     rfl figure SPEC OUT.pdf RUN.csv...          draw one experiment (PNG beside the PDF)
+    rfl figures SPEC                            draw the figures the batch spec lists, each as
+                                                rfl figure would, in one process
     rfl fetch-school SPEC OUT                   School data from a mirror or the pinned URL (sha256)
     rfl fetch-source SPEC OUT                   the pinned data file stored at OUT (rfl/data/sources.py)
     rfl table1 SPEC OUT.csv                     Table 1 (csv, md, tex) from the config
@@ -79,6 +81,7 @@ import os
 import sys
 import time
 import zipfile
+from io import StringIO
 from pathlib import Path
 
 CPU_RECORD_PREFIX = "rfl: cpu-record "
@@ -140,6 +143,7 @@ _SPEC_KEYS = {
     "reference": _REFERENCE,
     "run": _RUN,
     "figure": {"title": str},
+    "figures": {"figures": list},
     "fetch-school": {},
     "fetch-source": {},
     "table1": {"rows": list},
@@ -209,7 +213,7 @@ def read_spec(path, command: str) -> dict:
 
 #: the subcommands only the workflow's rules (rules/*.smk) call: callable, but not listed by
 #: ``rfl --help`` (each still has its own ``rfl <command> --help``)
-INTERNAL = ("data", "datasets", "runs", "batch", "fetch-school", "fetch-source", "table1", "table2", "heterogeneity", "sweep",
+INTERNAL = ("data", "datasets", "runs", "batch", "figures", "fetch-school", "fetch-source", "table1", "table2", "heterogeneity", "sweep",
             "lsa", "reproduction", "performance", "results", "bench-runs", "leaderboard")
 #: the steps that read run tables, and so take ``--results TABLE`` (read the runs from it)
 READS_RUNS = ("figure", "table2", "heterogeneity", "sweep", "lsa", "reproduction", "leaderboard")
@@ -321,6 +325,9 @@ def build_parser(from_results: bool = False) -> argparse.ArgumentParser:
     p.add_argument("out_pdf", help="the figure written (.pdf, and .png beside it)")
     p.add_argument("runs", nargs="*", type=run_table, help="run tables (.csv, .meta.json beside; "
                    "none: the spec's, from its results table)")
+    p = command("figures", "draw several figures in one process (a full run's figure job)")
+    p.add_argument("spec", type=_existing, help="the batch's spec (JSON: figures, a list of "
+                   "{spec, pdf, runs}), results/specs/figure_batches/<batch>.json")
     p = command("fetch-school", "fetch and verify ILEA567.DAT")
     p.add_argument("spec", type=_existing, help=spec_help)
     p.add_argument("out", help="where ILEA567.DAT is stored")
@@ -806,6 +813,38 @@ def _cost_command(args) -> int:
         raise SpecError(str(exc)) from None
 
 
+def _figure_batch(parser, path, spec: dict) -> list[tuple[dict, list, str]]:
+    """(figure spec, run tables, PDF) of each figure of the batch spec ``spec`` (read from
+    ``path``), every one checked as ``rfl figure`` checks its arguments, its spec and its run
+    tables, before any is drawn; SpecError naming the item otherwise. The run tables stay
+    parsed (``rfl.io.memoised_runs``, entered by the caller) for the drawing."""
+    from rfl.io import read_run_table
+
+    items = []
+    for i, item in enumerate(spec["figures"]):
+        where = f"{path}: figures[{i}]"
+        if not isinstance(item, dict):
+            raise SpecError(f"{where} must be a mapping with keys spec, pdf and runs")
+        _check_keys(item, {"spec": str, "pdf": str, "runs": list}, where)
+        if not item["runs"] or not all(isinstance(r, str) for r in item["runs"]):
+            raise SpecError(f"{where}: key 'runs' must be a non-empty list of run tables "
+                            f"(RUN.csv, with RUN.meta.json beside)")
+        said = StringIO()
+        try:
+            with contextlib.redirect_stderr(said):
+                one = parser.parse_args(["figure", item["spec"], item["pdf"], *item["runs"]])
+        except SystemExit:                     # the parser's one line, as this item's
+            raise SpecError(f"{where}: {said.getvalue().strip().removeprefix('rfl: error: ')}") from None
+        why = _check_outputs(one)
+        if why:
+            raise SpecError(f"{where}: {why}")
+        figure = read_spec(one.spec, "figure")
+        for run in one.runs:
+            read_run_table(run)
+        items.append((figure, one.runs, one.out_pdf))
+    return items
+
+
 def _data_errors() -> tuple:
     """(ChecksumMismatchError, DataUnavailableError) of rfl.data.school."""
     from rfl.data.school import ChecksumMismatchError, DataUnavailableError
@@ -854,7 +893,7 @@ def _main(argv: list[str]) -> int:
                                             "compare", "source-size") or (
                 args.command == "flower" and args.config) else read_spec(
                 args.spec, "run" if args.command == "flower" else args.command)
-            if args.command in READS_RUNS:       # each run table parsed once per step
+            if args.command in READS_RUNS + ("figures",):     # each run table parsed once per step
                 from rfl import io as _io
                 stack.enter_context(_io.memoised_runs())
             if args.command in READS_RUNS:       # the runs from a results table: --results, or
@@ -943,6 +982,13 @@ def _main(argv: list[str]) -> int:
                 from rfl.reporting.figures import experiment_figure
                 _work_starts()
                 (sweep_figure if spec.get("sweep") else experiment_figure)(spec, args.runs, args.out_pdf)
+            elif args.command == "figures":
+                from rfl.reporting.bias_sweep import sweep_figure
+                from rfl.reporting.figures import experiment_figure
+                items = _figure_batch(parser, args.spec, spec)
+                _work_starts()
+                for one, runs, pdf in items:
+                    (sweep_figure if one.get("sweep") else experiment_figure)(one, runs, pdf)
             elif args.command == "fetch-school":
                 import pooch
 

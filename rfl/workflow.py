@@ -24,6 +24,7 @@ import functools
 import math
 import os
 import re
+import types
 
 from rfl import config as rflconfig
 from rfl import cost_model
@@ -69,6 +70,30 @@ def compile_package(package_dir=None) -> bool:
         return bool(compileall.compile_dir(str(root), quiet=2, workers=1))
     except OSError:
         return False
+
+
+#: the figures one job of a full run draws (``Plan.figure_batches``): a figure job spends
+#: ~1.2 of its ~2 CPU-s starting Python and importing matplotlib and pandas (measured: six
+#: Section 5.1 figures, 11.2 CPU-s as six jobs, 5.1 in one process)
+FIGURES_PER_BATCH = 12
+
+
+def names_targets(argv) -> bool:
+    """Whether the Snakemake command line ``argv`` names targets (files or rules: its
+    positional arguments, as Snakemake's own parser reads them); True where it cannot be
+    parsed. A full run (none named) draws the figures in batches; a figure asked for by name
+    is drawn alone, without the runs of the other figures of its batch."""
+    import contextlib
+    import io
+
+    try:
+        from snakemake.cli import get_argument_parser
+
+        with contextlib.redirect_stderr(io.StringIO()):
+            args, _ = get_argument_parser().parse_known_args(list(argv[1:]))
+    except (Exception, SystemExit):
+        return True
+    return bool(getattr(args, "targets", True))
 
 
 def is_dry_run(argv) -> bool:
@@ -207,7 +232,7 @@ class Plan:
     """
 
     def __init__(self, config: dict, paper: dict, configfiles=(), skipped: dict | None = None,
-                 cluster: dict | None = None):
+                 cluster: dict | None = None, batch_figures: bool = False):
         #: experiment -> why it is not run (``absent_data``): no runs, no figure; its claims
         #: are reported as not run
         self.skipped = dict(skipped or {})
@@ -250,6 +275,10 @@ class Plan:
         #: jobs are batches of experiments (``batches``), without them one job per experiment
         self.cluster = cluster
         self.batches = self.run_batches() if cluster else []
+        #: the figures drawn FIGURES_PER_BATCH to a job (``figure_batches``; rules/reporting.smk):
+        #: asked for (a full run, ``names_targets``), on this machine, from run files
+        self.batch_figures = bool(batch_figures and not cluster and not self.results_table
+                                  and self.figures)
 
     # ---- paths -------------------------------------------------------------------------
     def path(self, relative: str) -> str:
@@ -431,7 +460,10 @@ class Plan:
         else:
             names += [f"data/{name}" for name in used]
         names += [f"runs/{e}" for e in self.experiments if any(k[0] == e for k in self.runs)]
-        names += [f"figures/{f}" for f in self.figures]
+        if self.batch_figures:
+            names += [f"figures/batch{k}" for k in range(len(self.figure_batches()))]
+        else:
+            names += [f"figures/{f}" for f in self.figures]
         names += [t for t in ("table1", "table2") if t in self.tables]
         names += (["heterogeneity"] if self.hetero else []) + (["lsa"] if self.lsa else [])
         names += [f"sweeps/{e}" for e in self.swept]
@@ -497,6 +529,52 @@ class Plan:
         another title and ``shows``, so the report lists the two as two rows."""
         return {"figure": wildcards.figure, "title": self.figures[wildcards.figure]["title"],
                 "shows": "the figure"}
+
+    def figure_batches(self) -> list[list[str]]:
+        """The figures in batches of at most FIGURES_PER_BATCH, as even as that allows, in the
+        order their runs are expected to be done: a figure waits for the run job of its
+        experiment (and sweep) started last, and run jobs start by priority, the longest first
+        (``run_priority``); ties by name. So a batch's figures are ready at about one time."""
+        return self._figure_batches
+
+    @functools.cached_property
+    def _figure_batches(self) -> list[list[str]]:
+        def ready(figure):                         # the priority of the last run job it waits for
+            fig = self.figures[figure]
+            names = [e for e in dict.fromkeys([fig["experiment"], *fig.get("sweep", [])])
+                     if e not in self.left_out and any(k[0] == e for k in self.runs)]
+            return min((self.run_priority(e) for e in names), default=math.inf)
+
+        order = sorted(self.figures, key=lambda f: (-ready(f), f))
+        n = math.ceil(len(order) / FIGURES_PER_BATCH)
+        bounds = [round(i * len(order) / n) for i in range(n + 1)]
+        return [order[a:b] for a, b in zip(bounds, bounds[1:])]
+
+    def figure_batch_files(self, k: int, kind: str) -> list[str]:
+        """The files of figure batch ``k``: kind "specs" (the figures' specs), "runs" (the run
+        tables they read, once each) or an extension of FIGURE_EXTENSIONS (the figures)."""
+        figures = self.figure_batches()[k]
+        if kind == "specs":
+            return [self.spec(f"figures/{f}") for f in figures]
+        if kind == "runs":
+            return list(dict.fromkeys(t for f in figures for t in self._figure_tables(f)))
+        return [self.path(f"figures/{f}.{kind}") for f in figures]
+
+    def figure_batch_report(self, k: int) -> list[tuple[str, str, str, dict]]:
+        """(pdf, category, subcategory, labels) of each figure of batch ``k``: the report
+        entries of the ``figure`` rule's outputs (``figure_category``, ...), per figure."""
+        out = []
+        for f in self.figure_batches()[k]:
+            w = types.SimpleNamespace(figure=f)
+            out.append((self.path(f"figures/{f}.pdf"), self.figure_category(w),
+                        self.figure_subcategory(w), self.figure_labels(w)))
+        return out
+
+    def figure_batch_spec(self, k: int) -> dict:
+        """The spec of figure batch ``k`` (``rfl figures``): per figure its spec, its PDF and the
+        run tables it reads, as the ``figure`` rule passes them to ``rfl figure``."""
+        return {"figures": [{"spec": self.spec(f"figures/{f}"), "pdf": self.path(f"figures/{f}.pdf"),
+                             "runs": self._figure_tables(f)} for f in self.figure_batches()[k]]}
 
     def table2_runs(self) -> list[str]:
         t2 = self.tables.get("table2", {})
@@ -577,6 +655,9 @@ class Plan:
             specs[self.spec(f"sweeps/{e}")] = self.sweep_spec(e)
         for k in range(len(self.batches)):
             specs[self.spec(f"batches/batch{k}")] = self.batch_spec(k)
+        if self.batch_figures:
+            for k in range(len(self.figure_batches())):
+                specs[self.spec(f"figure_batches/batch{k}")] = self.figure_batch_spec(k)
         return specs
 
     # ---- priorities: the longest work first (Snakemake's ``priority``) -------------------------

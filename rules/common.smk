@@ -9,7 +9,8 @@ from rfl import config as rflconfig
 from rfl import io
 from rfl.batches import BatchError, cluster_settings
 from rfl.snakemake_tuning import tune as tune_snakemake
-from rfl.workflow import LIGHT, Plan, absent_data, alternatives, compile_package, is_dry_run, pinned, skip_lines
+from rfl.workflow import (LIGHT, Plan, absent_data, alternatives, compile_package, is_dry_run,
+                          names_targets, pinned, skip_lines)
 
 # Two habits of Snakemake's own process that cost the full run minutes of CPU beside the jobs:
 # benchmark sampling twice a second, and asking the size of every input of every ready job at
@@ -48,7 +49,7 @@ SKIPPED = absent_data(config)
 for _line in skip_lines(SKIPPED):
     print(_line, file=sys.stderr)
 PLAN = Plan(config, io.read_yaml("config/paper_values.yaml"), workflow.configfiles, skipped=SKIPPED,
-            cluster=CLUSTER)
+            cluster=CLUSTER, batch_figures=not names_targets(sys.argv))
 OUT = PLAN.out
 # A dry run (-n) prints the estimated CPU-hours of the run jobs once (rfl/workflow.py); the
 # workflow does not know it is a dry run while it parses, so the command line says.

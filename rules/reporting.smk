@@ -1,28 +1,63 @@
 # Figures, tables and the reproduction report: they read result files only.
 
 
-rule figure:
-    """One figure of an experiment's runs (rfl/reporting/figures.py); PNG beside the PDF."""
-    input:
-        spec=PLAN.spec("figures/{figure}"),
-        runs=PLAN.run_inputs(PLAN.figure_runs),
-        results=PLAN.results_input(),
-    output:
-        pdf=report(PLAN.path("figures/{figure}.pdf"), category=PLAN.figure_category,
-                   subcategory=PLAN.figure_subcategory, labels=PLAN.figure_labels),
-        png=PLAN.path("figures/{figure}.png"),
-    log:
-        PLAN.log("figures/{figure}"),
-    benchmark:
-        PLAN.benchmark("figures/{figure}"),
-    threads: 1
-    priority: PLAN.top_priority()
-    resources:
-        **LIGHT,
-    conda:
-        ENV
-    shell:
-        pinned("rfl figure {input.spec} {output.pdf} {input.runs} > {log} 2>&1")
+# A full run (no target named on the command line) draws the figures in batches, one process
+# each (Plan.figure_batches, `rfl figures`): a figure job spent more CPU starting Python and
+# importing matplotlib than drawing. A figure asked for by name (snakemake figures/X.pdf) has a
+# job of its own, so that it waits only for its own runs. The files are the same either way.
+if PLAN.batch_figures:
+    for _k, _figures in enumerate(PLAN.figure_batches()):
+
+        rule:
+            name: f"figures_batch{_k}"
+            localrule: True
+            input:
+                spec=PLAN.spec(f"figure_batches/batch{_k}"),
+                specs=PLAN.figure_batch_files(_k, "specs"),
+                runs=PLAN.figure_batch_files(_k, "runs"),
+            output:
+                pdfs=[report(pdf, category=category, subcategory=subcategory, labels=labels)
+                      for pdf, category, subcategory, labels in PLAN.figure_batch_report(_k)],
+                pngs=PLAN.figure_batch_files(_k, "png"),
+            log:
+                PLAN.log(f"figures/batch{_k}"),
+            benchmark:
+                PLAN.benchmark(f"figures/batch{_k}")
+            threads: 1
+            priority: PLAN.top_priority()
+            resources:
+                **LIGHT,
+            conda:
+                ENV
+            shell:
+                pinned("rfl figures {input.spec} > {log} 2>&1")
+
+
+else:
+
+    rule figure:
+        """One figure of an experiment's runs (rfl/reporting/figures.py); PNG beside the PDF."""
+        localrule: True
+        input:
+            spec=PLAN.spec("figures/{figure}"),
+            runs=PLAN.run_inputs(PLAN.figure_runs),
+            results=PLAN.results_input(),
+        output:
+            pdf=report(PLAN.path("figures/{figure}.pdf"), category=PLAN.figure_category,
+                       subcategory=PLAN.figure_subcategory, labels=PLAN.figure_labels),
+            png=PLAN.path("figures/{figure}.png"),
+        log:
+            PLAN.log("figures/{figure}"),
+        benchmark:
+            PLAN.benchmark("figures/{figure}"),
+        threads: 1
+        priority: PLAN.top_priority()
+        resources:
+            **LIGHT,
+        conda:
+            ENV
+        shell:
+            pinned("rfl figure {input.spec} {output.pdf} {input.runs} > {log} 2>&1")
 
 
 rule table1:

@@ -283,6 +283,56 @@ def test_memoised_runs_keep_refusing_a_damaged_table_and_read_each_source_apart(
             io.read_run_table(table)
 
 
+def _figure_batch(tmp_path, good_run, items) -> Path:
+    spec = tmp_path / "batch.json"
+    spec.write_text(json.dumps({"figures": [{"spec": str(good_run / "figure.json"), "pdf": str(pdf),
+                                             "runs": [str(r) for r in runs]} for pdf, runs in items]}))
+    return spec
+
+
+def test_a_figure_batch_draws_each_figure_as_rfl_figure_does(good_run, tmp_path):
+    other, _ = _copy_run(good_run, tmp_path / "other")
+    alone = tmp_path / "alone"
+    for name, runs in (("a", [good_run / "run.csv"]), ("b", [good_run / "run.csv", other])):
+        status, err = _call(["figure", good_run / "figure.json", alone / f"{name}.pdf", *runs])
+        assert status == 0, err
+    batch = _figure_batch(tmp_path, good_run, [(tmp_path / "batch" / "a.pdf", [good_run / "run.csv"]),
+                                               (tmp_path / "batch" / "b.pdf", [good_run / "run.csv", other])])
+    status, err = _call(["figures", batch])
+    assert status == 0, err
+    for name in ("a", "b"):                   # the same pixels as each figure drawn alone
+        assert (tmp_path / "batch" / f"{name}.pdf").is_file()
+        assert (tmp_path / "batch" / f"{name}.png").read_bytes() == (alone / f"{name}.png").read_bytes()
+
+
+@pytest.mark.parametrize("damage", ["run_table", "missing_run", "missing_key", "not_a_mapping", "no_runs",
+                                    "output_dir"])
+def test_a_bad_figure_batch_is_refused_before_any_figure_is_drawn(good_run, tmp_path, damage):
+    table, meta = _copy_run(good_run, tmp_path / "runs")
+    first = (tmp_path / "out" / "a.pdf", [good_run / "run.csv"])
+    second = (tmp_path / "out" / "b.pdf", [table])
+    if damage == "run_table":
+        _short_of_metadata(table, meta)
+    elif damage == "missing_run":
+        second = (second[0], [tmp_path / "runs" / "absent.csv"])
+    elif damage == "no_runs":
+        second = (second[0], [])
+    elif damage == "output_dir":
+        (tmp_path / "out" / "b.pdf").mkdir(parents=True)
+    batch = _figure_batch(tmp_path, good_run, [first, second])
+    if damage in ("missing_key", "not_a_mapping"):
+        spec = json.loads(batch.read_text())
+        spec["figures"][1] = ["b.pdf"] if damage == "not_a_mapping" else \
+            {k: v for k, v in spec["figures"][1].items() if k != "pdf"}
+        batch.write_text(json.dumps(spec))
+    status, err = _call(["figures", batch])
+    words = {"run_table": [str(table)], "missing_run": ["figures[1]", "absent.csv"],
+             "missing_key": ["figures[1]", "'pdf'"], "not_a_mapping": ["figures[1]", "mapping"],
+             "no_runs": ["figures[1]", "runs"], "output_dir": ["figures[1]", "directory"]}[damage]
+    _one_line(status, err, *words)
+    assert not (tmp_path / "out" / "a.pdf").exists() and not (tmp_path / "out" / "a.png").exists()
+
+
 @pytest.mark.parametrize("command", ["heterogeneity", "lsa", "table2"])
 def test_the_studies_refuse_a_damaged_run_table(good_run, tmp_path, command):
     table, meta = _copy_run(good_run, tmp_path / "runs")

@@ -17,10 +17,10 @@ import matplotlib.pyplot as plt
 import pytest
 
 from rfl import config as rflconfig
-from rfl import io
+from rfl import io, workflow
 from rfl.reporting import figures
 from rfl.testing.run_files import write_run
-from rfl.workflow import LIGHT, PIN, Plan, alternatives, pinned, raw_inputs_of
+from rfl.workflow import LIGHT, PIN, Plan, alternatives, names_targets, pinned, raw_inputs_of
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _workflow import WORKFLOW, copy_workflow  # noqa: E402
@@ -394,11 +394,89 @@ def test_the_dry_run_shows_the_priorities(tmp_path):
     assert runs and all(plan.run_priority(e) == p for e, p in runs.items())
     data = {name[len("data_"):]: int(p) for name, p in jobs.items() if name.startswith("data_")}
     assert data and all(plan.data_priority(d) == p for d, p in data.items())
-    # downloads, figures and tables: the top (School's and its table's when its data is here)
-    assert "figure" in jobs and "sweep" in jobs
-    for name in ("figure", "table2", "sweep", "lsa", "school_raw", "anchors_raw"):
+    # downloads, figures and tables: the top (School's and its table's when its data is here);
+    # a run that names no target draws the figures in batches
+    batches = [name for name in jobs if name.startswith("figures_batch")]
+    assert batches and "figure" not in jobs and "sweep" in jobs
+    for name in ("table2", "sweep", "lsa", "school_raw", "anchors_raw", *batches):
         if name in jobs:
             assert int(jobs[name]) == plan.top_priority(), name
+    # a figure asked for by name is drawn by a job of its own, at the same priority
+    figure = next(iter(SMOKE["figures"]))
+    r = subprocess.run([snakemake, f".smoke/figures/{figure}.pdf", "-n", "--cores", "2",
+                        "--configfile", "config/smoke.yaml"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, RFL_OFFLINE="1"))
+    assert r.returncode == 0, r.stderr[-2000:]
+    jobs = dict(re.findall(r"^rule (\w+):\n(?:    .*\n)*?    priority: (\d+)$", r.stdout, re.M))
+    assert int(jobs["figure"]) == plan.top_priority()
+    assert not any(name.startswith("figures_batch") for name in jobs)
+    runs = {name[len("run_"):] for name in jobs if name.startswith("run_")}
+    fig = SMOKE["figures"][figure]
+    assert runs == {e for e in [fig["experiment"], *fig.get("sweep", [])] if e in plan.run_experiments()}
+
+
+def test_names_targets_reads_snakemakes_own_command_line():
+    assert not names_targets(["snakemake", "--cores", "2"])
+    assert not names_targets(["snakemake", "--cores", "2", "--configfile", "config/smoke.yaml"])
+    assert not names_targets(["snakemake", "-n", "--forcerun", "figure", "--until", "run_x"])
+    assert not names_targets(["snakemake", "--report", "report.html"])
+    assert names_targets(["snakemake", "--cores", "2", "figures/fig3_school_r4.pdf"])
+    assert names_targets(["snakemake", "figures/a.pdf", "--cores", "2"])
+    assert names_targets(["snakemake", "--cores", "2", "all"])
+    assert names_targets(["snakemake", "--latency-wait", "soon"])     # not parsed: figure by figure
+
+
+@pytest.fixture
+def batched(monkeypatch):
+    """The smoke plan of a full run, four figures to a batch (so that it has several)."""
+    monkeypatch.setattr(workflow, "FIGURES_PER_BATCH", 4)
+    return Plan(SMOKE, PAPER, batch_figures=True)
+
+
+def _waits_for(plan, figure) -> list[str]:
+    """The experiments with runs whose run jobs ``figure`` waits for."""
+    fig = SMOKE["figures"][figure]
+    return [e for e in dict.fromkeys([fig["experiment"], *fig.get("sweep", [])]) if e in plan.run_experiments()]
+
+
+def test_the_figure_batches_hold_every_figure_once_in_the_order_their_runs_end(plan, batched):
+    batches = batched.figure_batches()
+    flat = [f for b in batches for f in b]
+    assert sorted(flat) == sorted(SMOKE["figures"]) and len(flat) == len(set(flat))
+    assert len(batches) == math.ceil(len(flat) / 4) >= 3
+    assert max(map(len, batches)) <= 4 and max(map(len, batches)) - min(map(len, batches)) <= 1
+    # run jobs start by priority, the longest first: a figure is ready when the one of lowest
+    # priority among its experiments' is done, so earlier batches wait for higher priorities
+    ready = [min(plan.run_priority(e) for e in _waits_for(plan, f)) for f in flat]
+    assert ready == sorted(ready, reverse=True) and len(set(ready)) > 1
+    assert [f for f, r in zip(flat, ready) if r == ready[0]] == sorted(f for f, r in zip(flat, ready) if r == ready[0])
+
+
+def test_a_figure_batch_reads_each_figures_runs_and_writes_its_files(plan, batched):
+    batches = batched.figure_batches()
+    jobs = batched.jobs()
+    assert [j for j in jobs if j.startswith("figures/")] == [f"figures/batch{k}" for k in range(len(batches))]
+    assert not any(j.startswith("figures/batch") for j in plan.jobs())
+    assert {f"figures/{f}" for f in SMOKE["figures"]} <= set(plan.jobs())
+    specs = batched.specs()
+    for k, figures_k in enumerate(batches):
+        runs = {f: [t for e in _waits_for(plan, f) for t in plan.run_tables(e)] for f in figures_k}
+        assert specs[f".smoke/results/specs/figure_batches/batch{k}.json"] == {"figures": [
+            {"spec": f".smoke/results/specs/figures/{f}.json", "pdf": f".smoke/figures/{f}.pdf", "runs": runs[f]}
+            for f in figures_k]}
+        union = batched.figure_batch_files(k, "runs")
+        assert len(union) == len(set(union)) and set(union) == {t for f in figures_k for t in runs[f]}
+        assert batched.figure_batch_files(k, "specs") == [f".smoke/results/specs/figures/{f}.json" for f in figures_k]
+        assert batched.figure_batch_files(k, "png") == [f".smoke/figures/{f}.png" for f in figures_k]
+        for (pdf, category, subcategory, labels), f in zip(batched.figure_batch_report(k), figures_k, strict=True):
+            wc = _wc(figure=f)          # each PDF where the figure rule's report puts it
+            assert (pdf, category, subcategory, labels) == (f".smoke/figures/{f}.pdf", plan.figure_category(wc),
+                                                            plan.figure_subcategory(wc), plan.figure_labels(wc))
+    assert not any("figure_batches" in p for p in plan.specs())
+    # from a results table, or without figures: one figure per job as before
+    assert Plan({**SMOKE, "results": "merged.parquet"}, PAPER, batch_figures=True).batch_figures is False
+    assert Plan({**SMOKE, "figures": {}}, PAPER, batch_figures=True).batch_figures is False
 
 
 def test_compile_package_writes_the_bytecode_of_every_module_even_where_python_would_not(tmp_path, monkeypatch):

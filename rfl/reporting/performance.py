@@ -4,7 +4,8 @@ Reads result files only:
   * Snakemake's benchmark record of every job, ``results/benchmarks/<job>.tsv`` (wall seconds
     ``s``, peak resident memory ``max_rss`` in MB), where ``<job>`` is the name of the job's
     log, ``logs/<job>.log``: ``runs/<experiment>``, ``data/<dataset>`` (on a cluster
-    ``data/<dataset>/<instance>``), ``figures/<figure>``, ``table1``, ...
+    ``data/<dataset>/<instance>``), ``figures/<figure>`` (a full run: ``figures/batch<k>``,
+    several figures), ``table1``, ...
     (rfl.workflow.Plan.benchmark);
   * the last line of that log, the record the ``rfl`` process writes when it exits
     (rfl.cli, ``RFL_CPU_RECORD=1``): its exact user + system CPU seconds and the CPU seconds
