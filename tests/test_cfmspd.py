@@ -127,6 +127,26 @@ def test_costs_are_means_of_squared_distances(data):
     np.testing.assert_allclose(p.local_egrad(xs, np.arange(S)).mean(0), p.egrad(x), atol=1e-13)
 
 
+def test_cost_and_gradient_at_one_point_share_one_pass_over_the_samples(data, monkeypatch):
+    """A run records F(x) and ||grad F(x)|| of every iterate: one eigendecomposition of each
+    whitened sample serves both, with the numbers of local_cost and local_egrad; a point
+    changed in place is a new point."""
+    import rfl.problems.cfmspd as mod
+
+    p = CFMSPD(data)
+    x = p.manifold.random_point(np.random.default_rng(3), 1)[0]
+    xs, agents = np.repeat(x[None], S, 0), np.arange(S)
+    cost, egrad = p.weights @ p.local_cost(xs, agents), np.einsum("s,sij->ij", p.weights, p.local_egrad(xs, agents))
+    calls = []
+    eigs = mod._whitened_eigs
+    monkeypatch.setattr(mod, "_whitened_eigs", lambda *a: calls.append(1) or eigs(*a))
+    assert p.cost(x) == cost and np.array_equal(p.egrad(x), egrad) and p.cost(x) == cost
+    assert len(calls) == 1
+    x *= 1.5                                   # the same array, another point
+    np.testing.assert_allclose(p.cost(x), p.weights @ p.local_cost(np.repeat(x[None], S, 0), agents), rtol=1e-14)
+    assert p.cost(x) != cost
+
+
 def test_frechet_mean_is_the_minimiser(data):
     """F is 2-geodesically strongly convex (Hadamard manifold), so at a critical point X*
     F(Exp_X*(t u)) >= F(X*) + t^2 ||u||^2 for every unit u and t; grad F(X*) = 0."""

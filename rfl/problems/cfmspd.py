@@ -69,16 +69,24 @@ def _mean_log(w: np.ndarray, v: np.ndarray) -> np.ndarray:
     return _eigfun(v, np.log(w)).mean(axis=1)
 
 
+def _egrad_of(xih: np.ndarray, w: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """-2 X^{-1/2} [mean_b logm(M_b)] X^{-1/2} from ``_whitened_eigs``: ``(s, d, d)``."""
+    return _sym(-2.0 * xih @ _mean_log(w, v) @ xih)
+
+
+def _cost_of(w: np.ndarray) -> np.ndarray:
+    """mean_b ||logm(M_b)||_F^2 from the eigenvalues of ``_whitened_eigs``: ``(s,)``."""
+    return np.sum(np.log(w) ** 2, axis=-1).mean(axis=1)
+
+
 def _egrad_from(x: np.ndarray, z: np.ndarray) -> np.ndarray:
     """-2 X^{-1/2} [mean_b logm(X^{-1/2} Z_b X^{-1/2})] X^{-1/2}: ``(s, d, d)``."""
-    xih, w, v = _whitened_eigs(x, z)
-    return _sym(-2.0 * xih @ _mean_log(w, v) @ xih)
+    return _egrad_of(*_whitened_eigs(x, z))
 
 
 def _cost_from(x: np.ndarray, z: np.ndarray) -> np.ndarray:
     """mean_b ||logm(X^{-1/2} Z_b X^{-1/2})||_F^2: ``(s,)``."""
-    _, w, _ = _whitened_eigs(x, z)
-    return np.sum(np.log(w) ** 2, axis=-1).mean(axis=1)
+    return _cost_of(_whitened_eigs(x, z)[1])
 
 
 def frechet_mean_fixed_point(Z_all: np.ndarray, tol: float = 1e-12, max_iter: int = 1000,
@@ -190,11 +198,28 @@ class CFMSPD(SampleArrayProblem):
         S = self.n_agents
         return np.broadcast_to(x, (S,) + x.shape), np.arange(S)
 
+    def _global(self, x) -> tuple[np.ndarray, np.ndarray]:
+        """Every agent's f_i and Euclidean gradient at one point X from one eigendecomposition
+        per sample (``local_cost`` and ``local_egrad`` at X, the same numbers): ``(S,)`` and
+        ``(S, d, d)``. The last point's pair is kept: a run records the cost and the gradient
+        norm of every iterate, one pass over the samples instead of two."""
+        x = np.asarray(x, dtype=float)
+        cached = getattr(self, "_global_cache", None)
+        if cached is not None and cached[0].shape == x.shape and np.array_equal(cached[0], x):
+            return cached[1]
+        xs, agents = self._all_agents(x)
+        cost, egrad = np.empty(len(agents)), np.empty(xs.shape)
+        for i, j, rows in batch_chunks(self.Z, agents, None):
+            xih, w, v = _whitened_eigs(xs[i:j], rows)
+            cost[i:j], egrad[i:j] = _cost_of(w), _egrad_of(xih, w, v)
+        self._global_cache = (x.copy(), (cost, egrad))
+        return cost, egrad
+
     def cost(self, x):
-        return float(self.weights @ self.local_cost(*self._all_agents(x)))
+        return float(self.weights @ self._global(x)[0])
 
     def egrad(self, x):
-        return np.einsum("s,sij->ij", self.weights, self.local_egrad(*self._all_agents(x)))
+        return np.einsum("s,sij->ij", self.weights, self._global(x)[1])
 
     def closed_form_optimum(self):
         """None: the Fréchet mean has no closed form (a Riemannian solver provides x*)."""
