@@ -276,9 +276,9 @@ class Plan:
         self.cluster = cluster
         self.batches = self.run_batches() if cluster else []
         #: the figures drawn FIGURES_PER_BATCH to a job (``figure_batches``; rules/reporting.smk):
-        #: asked for (a full run, ``names_targets``), on this machine, from run files
-        self.batch_figures = bool(batch_figures and not cluster and not self.results_table
-                                  and self.figures)
+        #: asked for (a full run, ``names_targets``), from run files (on a cluster too: the
+        #: figure jobs run where Snakemake runs)
+        self.batch_figures = bool(batch_figures and not self.results_table and self.figures)
 
     # ---- paths -------------------------------------------------------------------------
     def path(self, relative: str) -> str:

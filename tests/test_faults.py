@@ -146,7 +146,8 @@ def _tail(proc) -> str:
 # ---- auditing an output tree ------------------------------------------------------------------
 NAME = r"[A-Za-z0-9_]+"
 OUTPUT_PATTERNS = [re.compile(p) for p in (
-    rf"results/specs/(school|anchors|(datasets|runs)/{NAME}/{NAME}|figures/{NAME}|tables/{NAME}|sweeps/{NAME})\.json",
+    rf"results/specs/(school|anchors|(datasets|runs)/{NAME}/{NAME}|figures/{NAME}|figure_batches/{NAME}|tables/{NAME}"
+    rf"|sweeps/{NAME})\.json",
     rf"results/(data|reference)/{NAME}/(fixed|seed[0-9]+)\.npz",
     rf"results/runs/{NAME}/{NAME}\.(csv|meta\.json)",
     rf"figures/{NAME}\.(pdf|png)",
@@ -732,6 +733,12 @@ def cli_files(tmp_path_factory):
         "ref_no_reference.json": {k: v for k, v in spec["dataset"].items() if k != "reference"},
         "school_dataset.json": dict(spec["dataset"], problem="school"),
         "fetch_bad_mirror.json": {"mirror": [1]},
+        "figure_spec.json": {"title": "t"},
+        "figures_not_mappings.json": {"figures": [1]},
+        "figures_bad_spec.json": {"figures": [{"spec": str(d / "empty.json"), "pdf": str(d / "o.pdf"),
+                                               "runs": [str(d / "good.csv")]}]},
+        "figures_no_meta.json": {"figures": [{"spec": str(d / "figure_spec.json"), "pdf": str(d / "o.pdf"),
+                                              "runs": [str(d / "run.csv")]}]},
     }.items():
         (d / name).write_text(json.dumps(obj))
     return d
@@ -743,6 +750,7 @@ COMMANDS = {      # positional arguments of each subcommand, with valid-looking 
     "reference": ["{d}/empty.json", "{d}/data.npz", "{d}/out.npz"],
     "run": ["{d}/empty.json", "{d}/data.npz", "{d}/ref.npz", "{d}/o.csv", "{d}/o.meta.json"],
     "figure": ["{d}/empty.json", "{d}/o.pdf", "{d}/good.csv"],
+    "figures": ["{d}/empty.json"],
     "fetch-school": ["{d}/empty.json", "{d}/ILEA567.DAT"],
     "fetch-source": ["{d}/empty.json", "{d}/hsp_le/features.xlsx"],
     "table1": ["{d}/empty.json", "{d}/t1.csv"],
@@ -797,6 +805,9 @@ def _cases(d: Path):
         ("figure", "run table without metadata", ["figure", str(d / "empty.json"), str(d / "o.pdf"), str(d / "run.csv")]),
         ("figure", "run file not a table", ["figure", str(d / "empty.json"), str(d / "o.pdf"), str(d / "data.npz")]),
         ("table2", "run table without metadata", ["table2", str(d / "empty.json"), str(d / "o.csv"), str(d / "run.csv")]),
+        ("figures", "an item not a mapping", ["figures", str(d / "figures_not_mappings.json")]),
+        ("figures", "a figure spec without its keys", ["figures", str(d / "figures_bad_spec.json")]),
+        ("figures", "run table without metadata", ["figures", str(d / "figures_no_meta.json")]),
         ("list", "unknown kind", ["list", "optimisers"]),
         ("list", "too many arguments", ["list", "algorithms", "extra"]),
         ("list", "unknown option", ["list", "--frobnicate"]),
@@ -868,7 +879,7 @@ def _cases(d: Path):
                                                           str(d / "run.csv")] + runs()[1:]),
     ] + [("bench-runs", f"spec {spec}", ["bench-runs", "--steps", str(d / "o.json")] + runs(spec)[1:])
          for spec in ("empty.json", "notjson.json", "run_bad_alg.json")]
-    for cmd in ("figure", "table1", "table2", "reproduction", "heterogeneity", "lsa", "performance", "perf-table",
+    for cmd in ("figure", "figures", "table1", "table2", "reproduction", "heterogeneity", "lsa", "performance", "perf-table",
                 "leaderboard"):
         if cmd in commands:
             cases.append((cmd, "spec {}", [cmd] + sub(COMMANDS[cmd])))
