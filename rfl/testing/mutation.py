@@ -75,10 +75,11 @@ TESTS = {
     "snakemake_tuning": ["test_snakemake_tuning.py"],
     "io": ["test_io_rows.py", "test_io_yaml.py", "test_runner.py", "test_sampling_versions.py"],
     "calibrate": ["test_cost_model.py"],
+    "workflow": ["test_workflow.py"],
 }
 #: tests left out: those that start ``rfl`` or ``snakemake`` as subprocesses (they import the
 #: installed rfl, not the mutant, and their timing-dependent checks fail in mutmut's copy)
-DESELECT = {"reporting": "not snakemake_lint",
+DESELECT = {"reporting": "not snakemake_lint", "workflow": "not snakemake_lint and not dry_run",
             "graphs": "not exits_2 and not Contract and not runner_records"}
 
 #: functions that hold test data for the shared contracts (``examples``: the manifolds every
