@@ -542,7 +542,7 @@ class Plan:
         def ready(figure):                         # the priority of the last run job it waits for
             fig = self.figures[figure]
             names = [e for e in dict.fromkeys([fig["experiment"], *fig.get("sweep", [])])
-                     if e not in self.left_out and any(k[0] == e for k in self.runs)]
+                     if e not in self.left_out]
             return min((self.run_priority(e) for e in names), default=math.inf)
 
         order = sorted(self.figures, key=lambda f: (-ready(f), f))

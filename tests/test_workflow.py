@@ -453,6 +453,34 @@ def test_the_figure_batches_hold_every_figure_once_in_the_order_their_runs_end(p
     assert [f for f, r in zip(flat, ready) if r == ready[0]] == sorted(f for f, r in zip(flat, ready) if r == ready[0])
 
 
+def test_a_figure_is_ready_when_the_last_run_job_among_its_experiments_ends(plan, monkeypatch):
+    """A figure of two experiments (the run job of highest priority, which starts first, and the
+    one of lowest, which starts last) goes with the figures that wait for the latter; with the
+    latter left out (its data absent), with those that wait for the former. Ties by name."""
+    monkeypatch.setattr(workflow, "FIGURES_PER_BATCH", 1)
+    prio = {e: plan.run_priority(e) for e in plan.run_experiments()}
+    first, last = max(prio, key=prio.get), min(prio, key=prio.get)
+    assert prio[first] > prio[last]
+    cfg = copy.deepcopy(SMOKE)
+    cfg["figures"]["fig_both"] = {**next(iter(SMOKE["figures"].values())), "experiment": first, "sweep": [last]}
+    for skipped, waits_for in (({}, last), ({last: "its data is absent"}, first)):
+        batched = Plan(cfg, PAPER, skipped=skipped, batch_figures=True)
+        ready = {f: min(prio[e] for e in _waits_for(plan, f) if e not in skipped) for f in batched.figures
+                 if f != "fig_both"}
+        ready["fig_both"] = prio[waits_for]
+        assert [b[0] for b in batched.figure_batches()] == sorted(ready, key=lambda f: (-ready[f], f))
+
+
+def test_one_batch_of_every_figure_reads_each_run_table_once(plan, monkeypatch):
+    monkeypatch.setattr(workflow, "FIGURES_PER_BATCH", 1000)
+    one = Plan(SMOKE, PAPER, batch_figures=True)
+    assert len(one.figure_batches()) == 1 and sorted(one.figure_batches()[0]) == sorted(SMOKE["figures"])
+    per_figure = [t for f in SMOKE["figures"] for e in _waits_for(plan, f) for t in plan.run_tables(e)]
+    union = one.figure_batch_files(0, "runs")
+    assert len(per_figure) > len(set(per_figure))              # figures share runs here ...
+    assert sorted(union) == sorted(set(per_figure))            # ... and the job lists each once
+
+
 def test_a_figure_batch_reads_each_figures_runs_and_writes_its_files(plan, batched):
     batches = batched.figure_batches()
     jobs = batched.jobs()
