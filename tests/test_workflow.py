@@ -229,8 +229,9 @@ def test_run_resources_count_the_sample_gradients_of_the_job(plan, tmp_path):
     # 2 x 10 x (1 + 3 + 3) x 8 x 4 = 4480 gradients at 100 us: < 1 minute
     assert res["runtime"] == 10 + math.ceil(4480 * 100e-6 / 60) == 11
     data, ref = tmp_path / "d.npz", tmp_path / "r.npz"
-    data.write_bytes(b"0" * 2**20 * 400)
-    ref.write_bytes(b"0" * 2**20 * 100)
+    for path, mb in ((data, 400), (ref, 100)):          # sparse: the size without the bytes
+        with open(path, "wb") as f:
+            f.truncate(2**20 * mb)
     one = _wc(data=[str(data)] * 3, references=[str(ref)] * 3)
     assert res["mem_mb"](None, one) == 1500                       # 3 x (400 + 100) MB
     assert res["mem_mb"](None, _wc(data=[str(ref)], references=[str(ref)])) == 1000
