@@ -91,9 +91,9 @@ def names_targets(argv) -> bool:
 
         with contextlib.redirect_stderr(io.StringIO()):
             args, _ = get_argument_parser().parse_known_args(list(argv[1:]))
+        return bool(args.targets)
     except (Exception, SystemExit):
         return True
-    return bool(getattr(args, "targets", True))
 
 
 def is_dry_run(argv) -> bool:

@@ -486,6 +486,7 @@ def test_a_figure_batch_reads_each_figures_runs_and_writes_its_files(plan, batch
     batches = batched.figure_batches()
     jobs = batched.jobs()
     assert [j for j in jobs if j.startswith("figures/")] == [f"figures/batch{k}" for k in range(len(batches))]
+    assert [j for j in jobs if not j.startswith("figures/")] == [j for j in plan.jobs() if not j.startswith("figures/")]
     assert not any(j.startswith("figures/batch") for j in plan.jobs())
     assert {f"figures/{f}" for f in SMOKE["figures"]} <= set(plan.jobs())
     specs = batched.specs()
