@@ -511,10 +511,13 @@ class Plan:
         """The run tables a figure reads: its experiment's, then its ``sweep``'s (those run)."""
         return self._figure_tables(wildcards.figure)
 
-    def _figure_tables(self, figure: str) -> list[str]:
+    def _figure_experiments(self, figure: str) -> list[str]:
+        """The experiments whose runs ``figure`` reads: its own, then its ``sweep``'s, those run."""
         fig = self.figures[figure]
-        names = dict.fromkeys([fig["experiment"], *fig.get("sweep", [])])
-        return [t for e in names if e not in self.left_out for t in self.run_tables(e)]
+        return [e for e in dict.fromkeys([fig["experiment"], *fig.get("sweep", [])]) if e not in self.left_out]
+
+    def _figure_tables(self, figure: str) -> list[str]:
+        return [t for e in self._figure_experiments(figure) for t in self.run_tables(e)]
 
     def figure_category(self, wildcards) -> str:
         """The figure's category in the report's menu (its report_category, numbered)."""
@@ -540,10 +543,7 @@ class Plan:
     @functools.cached_property
     def _figure_batches(self) -> list[list[str]]:
         def ready(figure):                         # the priority of the last run job it waits for
-            fig = self.figures[figure]
-            names = [e for e in dict.fromkeys([fig["experiment"], *fig.get("sweep", [])])
-                     if e not in self.left_out]
-            return min((self.run_priority(e) for e in names), default=math.inf)
+            return min((self.run_priority(e) for e in self._figure_experiments(figure)), default=math.inf)
 
         order = sorted(self.figures, key=lambda f: (-ready(f), f))
         n = math.ceil(len(order) / FIGURES_PER_BATCH)

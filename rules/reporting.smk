@@ -6,7 +6,7 @@
 # importing matplotlib than drawing. A figure asked for by name (snakemake figures/X.pdf) has a
 # job of its own, so that it waits only for its own runs. The files are the same either way.
 if PLAN.batch_figures:
-    for _k, _figures in enumerate(PLAN.figure_batches()):
+    for _k in range(len(PLAN.figure_batches())):
 
         rule:
             name: f"figures_batch{_k}"
