@@ -249,6 +249,20 @@ class Problem(abc.ABC):
     def grad_norm(self, x: np.ndarray) -> float:
         return float(self.manifold.norm(x[None], self.grad(x)[None])[0])
 
+    def _at_last_point(self, x, one_pass):
+        """``one_pass(x)`` at one point ``x`` (as a float array), kept until another point is
+        asked for: a run records the cost, the gradient norm and the metrics of each iterate,
+        and a problem whose cost and gradient come from one pass over its data (``_global`` of
+        CFMSPD, MultitaskFeatures, LowRankMatrixCompletion) makes that pass once per iterate.
+        Points are compared by value, so one changed in place is a new point."""
+        x = np.asarray(x, dtype=float)
+        last = self.__dict__.get("_last_point")
+        if last is not None and last[0].shape == x.shape and np.array_equal(last[0], x):
+            return last[1]
+        out = one_pass(x)
+        self._last_point = (x.copy(), out)
+        return out
+
     # ---- reference solution ----------------------------------------------
     def closed_form_optimum(self) -> np.ndarray | None:
         """A global minimiser x* in closed form, or None when there is none."""

@@ -202,18 +202,16 @@ class CFMSPD(SampleArrayProblem):
         """Every agent's f_i and Euclidean gradient at one point X from one eigendecomposition
         per sample (``local_cost`` and ``local_egrad`` at X, the same numbers): ``(S,)`` and
         ``(S, d, d)``. The last point's pair is kept: a run records the cost and the gradient
-        norm of every iterate, one pass over the samples instead of two."""
-        x = np.asarray(x, dtype=float)
-        cached = getattr(self, "_global_cache", None)
-        if cached is not None and cached[0].shape == x.shape and np.array_equal(cached[0], x):
-            return cached[1]
-        xs, agents = self._all_agents(x)
-        cost, egrad = np.empty(len(agents)), np.empty(xs.shape)
-        for i, j, rows in batch_chunks(self.Z, agents, None):
-            xih, w, v = _whitened_eigs(xs[i:j], rows)
-            cost[i:j], egrad[i:j] = _cost_of(w), _egrad_of(xih, w, v)
-        self._global_cache = (x.copy(), (cost, egrad))
-        return cost, egrad
+        norm of every iterate, one pass over the samples instead of two (``_at_last_point``)."""
+        def one_pass(x):
+            xs, agents = self._all_agents(x)
+            cost, egrad = np.empty(len(agents)), np.empty(xs.shape)
+            for i, j, rows in batch_chunks(self.Z, agents, None):
+                xih, w, v = _whitened_eigs(xs[i:j], rows)
+                cost[i:j], egrad[i:j] = _cost_of(w), _egrad_of(xih, w, v)
+            return cost, egrad
+
+        return self._at_last_point(x, one_pass)
 
     def cost(self, x):
         return float(self.weights @ self._global(x)[0])

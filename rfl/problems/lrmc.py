@@ -349,15 +349,10 @@ class LowRankMatrixCompletion(Problem):
     # ---- global (one point U: (m, r)) -------------------------------------
     def _global(self, x):
         """Cost, gradient and coefficients at one U over all columns (the last point's result is
-        kept: a run records cost, gradient norm and metrics of the same iterate)."""
-        x = np.asarray(x, dtype=float)
-        cached = getattr(self, "_cache", None)
-        if cached is not None and np.array_equal(cached[0], x):
-            return cached[1]
+        kept: a run records cost, gradient norm and metrics of the same iterate; ``_at_last_point``)."""
         S = self.n_agents
-        out = self._columns(np.broadcast_to(x, (S,) + x.shape).copy(), np.arange(S), grad=True)
-        self._cache = (x.copy(), out)
-        return out
+        return self._at_last_point(
+            x, lambda x: self._columns(np.broadcast_to(x, (S,) + x.shape).copy(), np.arange(S), grad=True))
 
     def cost(self, x):
         """F(U) = sum_j p_j (1/N) sum_c h_c(U)."""

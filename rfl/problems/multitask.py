@@ -433,18 +433,16 @@ class MultitaskFeatures(Problem):
         """One pass over all data at one point U: per-agent means of h and of the data fit,
         (S,) each, the per-agent gradients (S, m, r) and w (S, N, r). The last point's result
         is kept, so cost, egrad, data_fit and coefficients at the same U (a run records cost
-        and gradient norm of every iterate) share one pass over the rows."""
-        x = np.asarray(x, dtype=float)
-        cached = getattr(self, "_global_cache", None)
-        if cached is not None and cached[0].shape == x.shape and np.array_equal(cached[0], x):
-            return cached[1]
-        xs, agents = self._everyone(x)
-        out = self._task_pass(xs, agents, None, grad=self.gradient == "rows", values=True)
-        if self.gradient == "gram":
-            out["grad"] = self._egrad(xs, agents, None)
-        out["h_mean"], out["fit_mean"] = out["h"].mean(axis=1), out["fit"].mean(axis=1)
-        self._global_cache = (x.copy(), out)
-        return out
+        and gradient norm of every iterate) share one pass over the rows (``_at_last_point``)."""
+        def one_pass(x):
+            xs, agents = self._everyone(x)
+            out = self._task_pass(xs, agents, None, grad=self.gradient == "rows", values=True)
+            if self.gradient == "gram":
+                out["grad"] = self._egrad(xs, agents, None)
+            out["h_mean"], out["fit_mean"] = out["h"].mean(axis=1), out["fit"].mean(axis=1)
+            return out
+
+        return self._at_last_point(x, one_pass)
 
     def cost(self, x):
         """F(U) = (1/S) sum_i (1/N) sum_j h_ij(U) (value function, see the module docstring)."""
